@@ -1,0 +1,139 @@
+// Package sandbox is agentkernel's sandbox layer: the driver interface every
+// isolation backend implements (process on bubblewrap, docker on the Docker
+// Engine API), and — later — the lifecycle manager that warms, hibernates and
+// wakes sandboxes with their workspace intact (seed 000).
+//
+// The driver interface follows the Nomad task-driver model: a small required
+// interface, optional capabilities as separate interfaces found by type
+// assertion, and opaque driver state persisted in the store so a restarted
+// daemon reattaches to sandboxes that outlived it.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Paths inside every sandbox.
+const (
+	// WorkspacePath is the sandbox's persistent, writable workspace.
+	WorkspacePath = "/workspace"
+	// GuestDir is where the host's per-sandbox run directory is mounted; the
+	// guest listens on GuestDir/GuestSocketName.
+	GuestDir        = "/run/agentkernel"
+	GuestSocketName = "guest.sock"
+	// GuestBinaryPath is where the guest binary is visible inside the sandbox.
+	GuestBinaryPath = "/.agentkernel/guest"
+	// AppPath is where an object class's app_dir is mounted read-only.
+	AppPath = "/app"
+)
+
+// Network modes.
+const (
+	NetworkNone = "none"
+	NetworkHost = "host"
+)
+
+// Limits are resource limits; zero means "no limit".
+type Limits struct {
+	MemoryMB int64   `json:"memory_mb,omitempty"`
+	Pids     int64   `json:"pids,omitempty"`
+	CPUs     float64 `json:"cpus,omitempty"`
+}
+
+// Mount is an extra bind mount from the host into the sandbox.
+type Mount struct {
+	Source   string // host path
+	Target   string // path inside the sandbox
+	ReadOnly bool
+}
+
+// Spec is everything a driver needs to start a sandbox. The caller (the
+// lifecycle manager) owns WorkspaceDir and RunDir on the host; the driver
+// mounts them and must not delete them.
+type Spec struct {
+	ID      string // e.g. sbx_…; unique, usable in names and labels
+	Image   string // driver-specific; "" = the driver's default
+	Network string // NetworkNone (default) or NetworkHost
+	Limits  Limits
+	// WorkspaceDir is the host directory mounted read-write at WorkspacePath.
+	WorkspaceDir string
+	// RunDir is the host directory mounted read-write at GuestDir; the guest
+	// creates its socket there, so the host reaches it at
+	// RunDir/GuestSocketName.
+	RunDir string
+	// GuestBinary is the host path of the static guest binary.
+	GuestBinary string
+	Env         map[string]string
+	Labels      map[string]string
+	Mounts      []Mount
+}
+
+// Handle identifies a started sandbox. State is opaque driver data that the
+// caller persists in the store and hands back to Recover after a restart.
+type Handle struct {
+	ID         string `json:"id"`
+	Driver     string `json:"driver"`
+	SocketPath string `json:"socket_path"` // host path of the guest's unix socket
+	State      []byte `json:"state"`
+}
+
+// Status is what Inspect reports.
+type Status struct {
+	Running   bool
+	ExitCode  int // meaningful when !Running
+	StartedAt time.Time
+	// LimitsApplied says how limits were enforced: "cgroup", "rlimit",
+	// "docker" or "none".
+	LimitsApplied string
+	Detail        map[string]string
+}
+
+// Driver is the required interface.
+type Driver interface {
+	Name() string
+	// Start starts the sandbox with the guest as PID 1 and returns once the
+	// sandbox process exists (not necessarily once the guest answers; the
+	// caller probes). The sandbox must outlive the daemon process.
+	Start(ctx context.Context, spec Spec) (*Handle, error)
+	// Stop stops the sandbox's processes, waiting up to timeout before
+	// killing. The workspace stays. Stopping a stopped sandbox is not an error.
+	Stop(ctx context.Context, h *Handle, timeout time.Duration) error
+	// Destroy removes everything the driver created for the sandbox (but not
+	// WorkspaceDir/RunDir). Destroying twice is not an error.
+	Destroy(ctx context.Context, h *Handle) error
+	Inspect(ctx context.Context, h *Handle) (*Status, error)
+	// Recover reattaches to a sandbox started by an earlier daemon process.
+	// It returns ErrGone when the sandbox no longer runs.
+	Recover(ctx context.Context, h *Handle) error
+}
+
+// Lister is an optional capability: find the sandboxes this driver started,
+// even those the store does not know (e.g. by container labels).
+type Lister interface {
+	List(ctx context.Context) ([]*Handle, error)
+}
+
+// Sentinel errors.
+var (
+	// ErrGone: the sandbox is no longer running (Recover, Inspect).
+	ErrGone = errors.New("sandbox is gone")
+	// ErrUnavailable: the driver cannot start sandboxes on this machine.
+	ErrUnavailable = errors.New("sandbox driver unavailable")
+	// ErrUnknownImage: the image does not exist for this driver.
+	ErrUnknownImage = errors.New("unknown image")
+)
+
+// UnavailableError says why a driver cannot run and what to do about it.
+type UnavailableError struct {
+	Driver string
+	Reason string // e.g. `bwrap not found in PATH: install the "bubblewrap" package`
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("sandbox driver %q unavailable: %s", e.Driver, e.Reason)
+}
+
+func (e *UnavailableError) Unwrap() error { return ErrUnavailable }
