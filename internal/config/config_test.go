@@ -1,0 +1,137 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultsWithNoFileNoEnv(t *testing.T) {
+	home := t.TempDir()
+	t.Chdir(t.TempDir())
+	cfg, src, err := Load(Flags{}, []string{"AGENTKERNEL_HOME=" + home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.File != "" {
+		t.Fatalf("found a config file %q in an empty dir", src.File)
+	}
+	if cfg.Listen != DefaultListen || cfg.Store.Engine != "sqlite" || cfg.Blob.Engine != "fs" {
+		t.Fatalf("defaults not applied: %+v", cfg)
+	}
+	if cfg.StatePath() != filepath.Join(home, "state.db") || cfg.BlobPath() != filepath.Join(home, "blobs") {
+		t.Fatalf("paths: %s %s", cfg.StatePath(), cfg.BlobPath())
+	}
+}
+
+func TestPrecedenceFileEnvFlags(t *testing.T) {
+	home := t.TempDir()
+	t.Chdir(t.TempDir())
+	writeFile(t, filepath.Join(home, FileName), `
+listen = "127.0.0.1:1111"
+[server]
+max_body_bytes = 4096
+shutdown_timeout = "5s"
+[log]
+level = "debug"
+`)
+	// File only (found in $home).
+	cfg, src, err := Load(Flags{}, []string{"AGENTKERNEL_HOME=" + home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.File == "" || cfg.Listen != "127.0.0.1:1111" || cfg.Server.MaxBodyBytes != 4096 ||
+		cfg.Server.ShutdownTimeout.D() != 5*time.Second || cfg.Log.Level != "debug" {
+		t.Fatalf("file not applied: %+v", cfg)
+	}
+	// Env beats file.
+	env := []string{"AGENTKERNEL_HOME=" + home, "AGENTKERNEL_LISTEN=127.0.0.1:2222", "AGENTKERNEL_SERVER_MAX_BODY_BYTES=8192", "AGENTKERNEL_LOG_LEVEL=warn"}
+	cfg, _, err = Load(Flags{}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:2222" || cfg.Server.MaxBodyBytes != 8192 || cfg.Log.Level != "warn" {
+		t.Fatalf("env not applied: %+v", cfg)
+	}
+	// Flags beat env.
+	cfg, _, err = Load(Flags{Listen: "127.0.0.1:3333"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:3333" {
+		t.Fatalf("flag not applied: %s", cfg.Listen)
+	}
+}
+
+func TestWorkingDirFileWinsOverHomeFile(t *testing.T) {
+	home := t.TempDir()
+	wd := t.TempDir()
+	t.Chdir(wd)
+	writeFile(t, filepath.Join(home, FileName), `listen = "127.0.0.1:1111"`)
+	writeFile(t, filepath.Join(wd, FileName), `listen = "127.0.0.1:4444"`)
+	cfg, _, err := Load(Flags{}, []string{"AGENTKERNEL_HOME=" + home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:4444" {
+		t.Fatalf("listen = %s", cfg.Listen)
+	}
+}
+
+func TestValidationNamesTheField(t *testing.T) {
+	home := t.TempDir()
+	t.Chdir(t.TempDir())
+	cases := []struct {
+		env  []string
+		file string
+		want []string
+	}{
+		{env: []string{"AGENTKERNEL_STORE_ENGINE=mysql"}, want: []string{"store.engine", `"sqlite" or "postgres"`}},
+		{env: []string{"AGENTKERNEL_STORE_ENGINE=postgres"}, want: []string{"store.url"}},
+		{env: []string{"AGENTKERNEL_LISTEN=nonsense"}, want: []string{"listen", "host:port"}},
+		{env: []string{"AGENTKERNEL_SERVER_MAX_BODY_BYTES=abc"}, want: []string{"server.max_body_bytes", "AGENTKERNEL_SERVER_MAX_BODY_BYTES", "integer"}},
+		{env: []string{"AGENTKERNEL_SERVER_SHUTDOWN_TIMEOUT=soon"}, want: []string{"server.shutdown_timeout", "duration"}},
+		{env: []string{"AGENTKERNEL_LOG_LEVEL=loud"}, want: []string{"log.level", `"debug"`}},
+		{file: "[store]\nengin = \"x\"\n", want: []string{"unknown key", "store.engin"}},
+		{file: "listen = \n", want: []string{"line 1"}},
+	}
+	for _, c := range cases {
+		var flags Flags
+		if c.file != "" {
+			p := filepath.Join(t.TempDir(), "c.toml")
+			writeFile(t, p, c.file)
+			flags.ConfigPath = p
+		}
+		_, _, err := Load(flags, append([]string{"AGENTKERNEL_HOME=" + home}, c.env...))
+		if err == nil {
+			t.Fatalf("%v %q: no error", c.env, c.file)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v %q: error %q does not mention %q", c.env, c.file, err, w)
+			}
+		}
+	}
+	var fe *FieldError
+	_, _, err := Load(Flags{}, []string{"AGENTKERNEL_HOME=" + home, "AGENTKERNEL_LOG_FORMAT=xml"})
+	if !errors.As(err, &fe) || fe.Field != "log.format" {
+		t.Fatalf("want FieldError for log.format, got %v", err)
+	}
+}
+
+func TestMissingExplicitConfig(t *testing.T) {
+	_, _, err := Load(Flags{ConfigPath: filepath.Join(t.TempDir(), "nope.toml")}, nil)
+	if err == nil || !strings.Contains(err.Error(), "--config") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func writeFile(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,74 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+)
+
+// FieldError names the configuration field that is wrong and what it
+// accepts.
+type FieldError struct {
+	Field    string // e.g. "store.engine"
+	Value    string
+	Accepted string // e.g. `"sqlite" or "postgres"`
+	Reason   string
+}
+
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "config: %s", e.Field)
+	if e.Value != "" {
+		fmt.Fprintf(&b, " = %q", e.Value)
+	}
+	if e.Reason != "" {
+		fmt.Fprintf(&b, ": %s", e.Reason)
+	}
+	if e.Accepted != "" {
+		fmt.Fprintf(&b, " (accepted: %s)", e.Accepted)
+	}
+	return b.String()
+}
+
+// Validate checks every field and returns all problems joined.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(e *FieldError) { errs = append(errs, e) }
+
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		add(&FieldError{Field: "listen", Value: c.Listen, Accepted: "host:port, e.g. 127.0.0.1:18888", Reason: "not a host:port address"})
+	}
+	if c.Home == "" {
+		add(&FieldError{Field: "home", Reason: "must not be empty", Accepted: "a directory path"})
+	}
+	switch c.Store.Engine {
+	case "sqlite":
+	case "postgres":
+		if c.Store.URL == "" {
+			add(&FieldError{Field: "store.url", Reason: `required when store.engine = "postgres"`, Accepted: "postgres://user@host:5432/db"})
+		}
+	default:
+		add(&FieldError{Field: "store.engine", Value: c.Store.Engine, Accepted: `"sqlite" or "postgres"`, Reason: "unknown engine"})
+	}
+	if c.Blob.Engine != "fs" {
+		add(&FieldError{Field: "blob.engine", Value: c.Blob.Engine, Accepted: `"fs"`, Reason: "unknown engine"})
+	}
+	if c.Server.MaxBodyBytes < 1024 || c.Server.MaxBodyBytes > 1<<30 {
+		add(&FieldError{Field: "server.max_body_bytes", Value: fmt.Sprint(c.Server.MaxBodyBytes), Accepted: "1024 to 1073741824", Reason: "out of range"})
+	}
+	if c.Server.ShutdownTimeout < 0 {
+		add(&FieldError{Field: "server.shutdown_timeout", Value: c.Server.ShutdownTimeout.D().String(), Accepted: "a non-negative duration", Reason: "negative"})
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		add(&FieldError{Field: "log.level", Value: c.Log.Level, Accepted: `"debug", "info", "warn" or "error"`, Reason: "unknown level"})
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		add(&FieldError{Field: "log.format", Value: c.Log.Format, Accepted: `"text" or "json"`, Reason: "unknown format"})
+	}
+	return errors.Join(errs...)
+}
