@@ -1,0 +1,71 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/agentkernel/agentkernel/internal/auth"
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+// Principal is who is calling: the key and its tenant.
+type Principal struct {
+	KeyID    string
+	TenantID string
+	Admin    bool
+}
+
+// PrincipalFrom returns the authenticated caller of a request.
+func PrincipalFrom(ctx context.Context) Principal {
+	p, _ := ctx.Value(ctxPrincipal).(Principal)
+	return p
+}
+
+// keyFromRequest reads x-api-key or Authorization: Bearer.
+func keyFromRequest(r *http.Request) string {
+	if k := strings.TrimSpace(r.Header.Get("x-api-key")); k != "" {
+		return k
+	}
+	if h := r.Header.Get("Authorization"); h != "" {
+		if scheme, tok, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(tok)
+		}
+	}
+	return ""
+}
+
+// authenticated wraps h so it runs only with a valid, unrevoked key.
+func (s *Server) authenticated(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		secret := keyFromRequest(r)
+		if secret == "" {
+			s.writeError(w, r, Errorf(http.StatusUnauthorized, TypeAuthentication,
+				"missing API key: send it in the x-api-key header or as Authorization: Bearer <key>"))
+			return
+		}
+		k, err := s.store.GetAPIKeyByHash(r.Context(), auth.Hash(secret))
+		if errors.Is(err, store.ErrNotFound) || (err == nil && k.RevokedAt != nil) {
+			s.writeError(w, r, Errorf(http.StatusUnauthorized, TypeAuthentication, "invalid API key"))
+			return
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		p := Principal{KeyID: k.ID, TenantID: k.TenantID, Admin: k.Admin}
+		h(w, r.WithContext(context.WithValue(r.Context(), ctxPrincipal, p)))
+	}
+}
+
+// adminOnly wraps an authenticated handler so only admin keys reach it.
+func (s *Server) adminOnly(h http.HandlerFunc) http.HandlerFunc {
+	return s.authenticated(func(w http.ResponseWriter, r *http.Request) {
+		if !PrincipalFrom(r.Context()).Admin {
+			s.writeError(w, r, Errorf(http.StatusForbidden, TypePermission, "this endpoint needs an admin API key"))
+			return
+		}
+		h(w, r)
+	})
+}

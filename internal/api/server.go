@@ -1,0 +1,88 @@
+// Package api is agentkernel's HTTP surface: REST + SSE on the standard
+// library's ServeMux, API keys and tenants, the JSON error envelope, request
+// ids, body limits, /healthz and /metrics.
+package api
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+// Options configure a Server.
+type Options struct {
+	Store store.Store
+	Log   *slog.Logger
+	// Registry receives the HTTP metrics and is served on /metrics.
+	Registry *prometheus.Registry
+	// MaxBodyBytes limits request bodies (413 beyond).
+	MaxBodyBytes int64
+	Version      string
+}
+
+// Server holds the routes and their dependencies.
+type Server struct {
+	store   store.Store
+	log     *slog.Logger
+	maxBody int64
+	version string
+	metrics *httpMetrics
+	mux     *http.ServeMux
+	handler http.Handler
+}
+
+// New builds the server and its routes.
+func New(o Options) *Server {
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	s := &Server{
+		store:   o.Store,
+		log:     o.Log,
+		maxBody: o.MaxBodyBytes,
+		version: o.Version,
+		metrics: newHTTPMetrics(o.Registry),
+		mux:     http.NewServeMux(),
+	}
+	s.mux.HandleFunc("GET /healthz", s.health)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{Registry: o.Registry}))
+
+	s.mux.HandleFunc("POST /v1/tenants", s.adminOnly(s.createTenant))
+	s.mux.HandleFunc("GET /v1/tenants", s.adminOnly(s.listTenants))
+	s.mux.HandleFunc("GET /v1/tenants/{id}", s.adminOnly(s.getTenant))
+
+	s.mux.HandleFunc("POST /v1/keys", s.adminOnly(s.createKey))
+	s.mux.HandleFunc("GET /v1/keys", s.authenticated(s.listKeys))
+	s.mux.HandleFunc("GET /v1/keys/{id}", s.authenticated(s.getKey))
+	s.mux.HandleFunc("DELETE /v1/keys/{id}", s.adminOnly(s.revokeKey))
+
+	s.mux.HandleFunc("/", s.notFound)
+	s.handler = s.instrument(s.mux)
+	return s
+}
+
+// Handle registers a route; capabilities added later use it.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, Errorf(http.StatusNotFound, TypeNotFound, "no route for %s %s", r.Method, r.URL.Path))
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	status, code := "ok", http.StatusOK
+	if err := s.store.Ping(r.Context()); err != nil {
+		s.log.WarnContext(r.Context(), "health: store ping failed", "err", err)
+		status, code = "degraded", http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, map[string]string{"status": status, "version": s.version, "store": s.store.Engine()})
+}
