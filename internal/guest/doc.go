@@ -1,0 +1,54 @@
+// Package guest is the program that runs as PID 1 inside every sandbox
+// (`agentkernel guest`) and the Client the daemon uses to talk to it.
+//
+// The guest serves HTTP/1.1 on a unix socket, by default
+// /run/agentkernel/guest.sock: that directory is bind-mounted from the host,
+// so the daemon dials RunDir/guest.sock. The guest is already inside the
+// sandbox's namespaces, so every path it sees is a sandbox path.
+//
+// # Protocol
+//
+// Bodies are JSON unless stated. Errors are a non-2xx status with
+// {"error": "...", "code": "not_found|exists|bad_request|not_dir|is_dir|not_empty|internal"}.
+// Relative paths resolve against the work dir (/workspace).
+//
+//	GET  /health                     → {"ok":true,"pid":1,"uptime_ms":N}
+//	POST /exec                       ExecRequest → NDJSON stream of ExecFrame:
+//	                                   {"stream":"stdout","data":"<base64>"} … then
+//	                                   {"exit_code":N,"duration_ms":N,"timed_out":bool}
+//	POST /processes                  ExecRequest → ProcessInfo (201); runs in background
+//	GET  /processes                  → [ProcessInfo]
+//	GET  /processes/{id}             → ProcessInfo
+//	GET  /processes/{id}/output?stream=stdout|stderr&offset=N&limit=N → OutputChunk
+//	POST /processes/{id}/kill        KillRequest → ProcessInfo
+//	GET  /files/content?path=P       → raw bytes
+//	PUT  /files/content?path=P&mode=0644  raw body → 204 (temp file + rename)
+//	GET  /files/list?path=P          → [FileInfo]
+//	GET  /files/stat?path=P          → FileInfo
+//	POST /files/mkdir                MkdirRequest → 204 (mkdir -p)
+//	POST /files/remove               RemoveRequest → 204
+//	ANY  /proxy/…                    reverse proxy to http://127.0.0.1:9333/…
+//
+// # Processes
+//
+// Every command (exec or background) runs in its own process group. A
+// timeout, a cancelled /exec request (the client went away) or a kill
+// signals the whole group, so `sh -c 'sleep 100 & sleep 100'` leaves nothing
+// behind. When an exec'd command exits, whatever is left in its group is
+// killed too: use a background process for something that must keep running.
+// A command whose binary does not exist ends with exit code 127 (126 when
+// it is not executable), like a shell, not with an error.
+//
+// Background output goes to files in the guest's state dir
+// (/.agentkernel/state, a tmpfs) and is read by offset, so a slow reader
+// never blocks the process.
+//
+// # PID 1
+//
+// As PID 1 the guest inherits every orphan in the sandbox and must reap it.
+// All waiting is done by one reaper (reaper.go): it calls wait4(-1) and
+// hands the statuses of processes the guest started to their waiters, so
+// reaping orphans never steals an exit status. Outside PID 1 (tests) it
+// waits only for its own children. SIGTERM shuts the guest down: running
+// process groups are killed and the socket is removed.
+package guest

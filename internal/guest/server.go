@@ -1,0 +1,219 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Config configures the guest server.
+type Config struct {
+	// SocketPath is where the guest listens (default
+	// /run/agentkernel/guest.sock).
+	SocketPath string
+	// StateDir holds background process output (default /.agentkernel/state).
+	StateDir string
+	// WorkDir is the default cwd and the base of relative paths
+	// (default /workspace).
+	WorkDir string
+	// ProxyTarget is where /proxy/… goes (default http://127.0.0.1:9333).
+	ProxyTarget string
+	// ReapAll makes the guest reap every child, as PID 1 must. Main sets it
+	// when the guest is PID 1.
+	ReapAll bool
+	// Env is the base environment of children (default os.Environ()).
+	Env []string
+	// ChildRlimitAS, if not 0, is RLIMIT_AS in bytes for every command
+	// (the process driver's fallback when cgroups are not available).
+	ChildRlimitAS uint64
+	// SelfArgv is how to invoke the guest again up to its flags (e.g.
+	// ["/.agentkernel/guest", "guest"]); Main sets it. Needed only with
+	// ChildRlimitAS.
+	SelfArgv []string
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// DefaultConfig is the configuration inside a sandbox.
+func DefaultConfig() Config {
+	return Config{
+		SocketPath:  "/run/agentkernel/guest.sock",
+		StateDir:    "/.agentkernel/state",
+		WorkDir:     "/workspace",
+		ProxyTarget: "http://127.0.0.1:9333",
+	}
+}
+
+// Server is the guest's HTTP server.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	self    string // the guest's own executable, for ChildRlimitAS
+	started time.Time
+	reaper  *reaper
+	procs   *processTable
+	handler http.Handler
+
+	// execs tracks running exec'd commands so shutdown can kill them.
+	execMu sync.Mutex
+	execs  map[int]struct{}
+}
+
+// NewServer validates cfg and fills defaults.
+func NewServer(cfg Config) (*Server, error) {
+	def := DefaultConfig()
+	if cfg.SocketPath == "" {
+		cfg.SocketPath = def.SocketPath
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = def.StateDir
+	}
+	if cfg.WorkDir == "" {
+		cfg.WorkDir = def.WorkDir
+	}
+	if cfg.ProxyTarget == "" {
+		cfg.ProxyTarget = def.ProxyTarget
+	}
+	if cfg.Env == nil {
+		cfg.Env = os.Environ()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		reaper: newReaper(cfg.ReapAll),
+		execs:  map[int]struct{}{},
+	}
+	if cfg.ChildRlimitAS > 0 {
+		self, err := os.Executable()
+		if err != nil || len(cfg.SelfArgv) == 0 {
+			return nil, fmt.Errorf("guest: ChildRlimitAS needs SelfArgv and os.Executable: %v", err)
+		}
+		s.self = self
+	}
+	s.procs = newProcessTable(s)
+	h, err := s.routes()
+	if err != nil {
+		return nil, err
+	}
+	s.handler = h
+	return s, nil
+}
+
+// Serve listens on the socket and serves until ctx is done, then shuts
+// down: running commands' process groups are killed and the socket removed.
+func (s *Server) Serve(ctx context.Context) error {
+	if err := os.MkdirAll(s.cfg.StateDir, 0o700); err != nil {
+		return fmt.Errorf("guest: state dir: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(s.cfg.SocketPath), 0o755); err != nil {
+		return fmt.Errorf("guest: socket dir: %w", err)
+	}
+	// A socket left by an earlier guest (same RunDir) would make Listen fail.
+	_ = os.Remove(s.cfg.SocketPath)
+	ln, err := net.Listen("unix", s.cfg.SocketPath)
+	if err != nil {
+		return fmt.Errorf("guest: listen: %w", err)
+	}
+	s.started = s.cfg.Now()
+	s.reaper.start()
+	defer s.reaper.close()
+
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("guest listening", "socket", s.cfg.SocketPath, "pid", os.Getpid(), "reap_all", s.cfg.ReapAll)
+
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		return fmt.Errorf("guest: serve: %w", err)
+	}
+	s.log.Info("guest shutting down")
+	s.killAll()
+	shCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shCtx)
+	s.procs.wait()
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	_ = os.Remove(s.cfg.SocketPath)
+	return nil
+}
+
+// killAll kills every process group the guest started.
+func (s *Server) killAll() {
+	s.execMu.Lock()
+	for pid := range s.execs {
+		killGroup(pid, sigKill)
+	}
+	s.execMu.Unlock()
+	s.procs.killAll()
+}
+
+func (s *Server) trackExec(pid int, running bool) {
+	s.execMu.Lock()
+	defer s.execMu.Unlock()
+	if running {
+		s.execs[pid] = struct{}{}
+	} else {
+		delete(s.execs, pid)
+	}
+}
+
+// resolve makes p absolute against the work dir.
+func (s *Server) resolve(p string) string {
+	if p == "" {
+		return s.cfg.WorkDir
+	}
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(s.cfg.WorkDir, p)
+}
+
+func (s *Server) routes() (http.Handler, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("POST /exec", s.handleExec)
+	mux.HandleFunc("POST /processes", s.handleStartProcess)
+	mux.HandleFunc("GET /processes", s.handleListProcesses)
+	mux.HandleFunc("GET /processes/{id}", s.handleGetProcess)
+	mux.HandleFunc("GET /processes/{id}/output", s.handleProcessOutput)
+	mux.HandleFunc("POST /processes/{id}/kill", s.handleKillProcess)
+	mux.HandleFunc("GET /files/content", s.handleReadFile)
+	mux.HandleFunc("PUT /files/content", s.handleWriteFile)
+	mux.HandleFunc("GET /files/list", s.handleListDir)
+	mux.HandleFunc("GET /files/stat", s.handleStat)
+	mux.HandleFunc("POST /files/mkdir", s.handleMkdir)
+	mux.HandleFunc("POST /files/remove", s.handleRemove)
+	proxy, err := s.proxy()
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle("/proxy/", proxy)
+	return mux, nil
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, Health{
+		OK:       true,
+		PID:      os.Getpid(),
+		UptimeMS: s.cfg.Now().Sub(s.started).Milliseconds(),
+	})
+}
