@@ -1,0 +1,131 @@
+package process
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/agentkernel/agentkernel/internal/guest"
+	"github.com/agentkernel/agentkernel/internal/sandbox"
+	"github.com/agentkernel/agentkernel/internal/sandbox/sandboxtest"
+)
+
+// Figures, not assertions:
+//
+//	go test -run '^$' -bench . -benchtime 50x ./internal/sandbox/process/
+
+// reportPercentiles adds p50/p95 of the samples in milliseconds.
+func reportPercentiles(b *testing.B, samples []time.Duration) {
+	if len(samples) == 0 {
+		return
+	}
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	pick := func(p float64) float64 {
+		return float64(samples[int(p*float64(len(samples)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pick(0.50), "p50-ms")
+	b.ReportMetric(pick(0.95), "p95-ms")
+}
+
+func benchSpec(b *testing.B, guestBin string) sandbox.Spec {
+	run, err := os.MkdirTemp("", "akbench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(run) })
+	return sandbox.Spec{ID: "sbx-bench", WorkspaceDir: b.TempDir(), RunDir: run, GuestBinary: guestBin}
+}
+
+// BenchmarkWake: Start → first successful Health over the socket.
+func BenchmarkWake(b *testing.B) {
+	requireBwrap(b)
+	d, err := New(Config{GuestArgs: []string{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec := benchSpec(b, sandboxtest.BuildGuest(b))
+	ctx := context.Background()
+	var samples []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		begin := time.Now()
+		h, err := d.Start(ctx, spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := guest.NewClient(h.SocketPath)
+		for {
+			if _, err := c.Health(ctx); err == nil {
+				break
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		samples = append(samples, time.Since(begin))
+		b.StopTimer()
+		c.Close()
+		if err := d.Destroy(ctx, h); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	reportPercentiles(b, samples)
+}
+
+// BenchmarkBwrapFloor: the bare floor, `bwrap --ro-bind / / true`.
+func BenchmarkBwrapFloor(b *testing.B) {
+	requireBwrap(b)
+	var samples []time.Duration
+	for range b.N {
+		begin := time.Now()
+		if err := exec.Command("bwrap", "--ro-bind", "/", "/", "true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		samples = append(samples, time.Since(begin))
+	}
+	reportPercentiles(b, samples)
+}
+
+// BenchmarkExecGuest: round trip of `true` through the guest in a sandbox.
+func BenchmarkExecGuest(b *testing.B) {
+	requireBwrap(b)
+	d, err := New(Config{GuestArgs: []string{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	h, err := d.Start(ctx, benchSpec(b, sandboxtest.BuildGuest(b)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Destroy(ctx, h)
+	c := guest.NewClient(h.SocketPath)
+	defer c.Close()
+	sandboxtest.WaitHealthy(b, c)
+	var samples []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		begin := time.Now()
+		res, err := c.Exec(ctx, guest.ExecRequest{Argv: []string{"true"}}, nil)
+		if err != nil || res.ExitCode != 0 {
+			b.Fatal(res, err)
+		}
+		samples = append(samples, time.Since(begin))
+	}
+	reportPercentiles(b, samples)
+}
+
+// BenchmarkExecDirect: `true` through os/exec on the host, for comparison.
+func BenchmarkExecDirect(b *testing.B) {
+	var samples []time.Duration
+	for range b.N {
+		begin := time.Now()
+		if err := exec.Command("true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		samples = append(samples, time.Since(begin))
+	}
+	reportPercentiles(b, samples)
+}

@@ -1,0 +1,191 @@
+package process
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentkernel/agentkernel/internal/sandbox"
+)
+
+// LogName is bwrap's and the guest's log file in the run dir.
+const LogName = "guest.log"
+
+// Start implements sandbox.Driver. bwrap is started with --block-fd: it
+// sets up the namespaces and stops before exec'ing the guest, the driver
+// moves the blocked child into its cgroups and then lets it go, so no
+// process of the sandbox ever runs outside them.
+func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (*sandbox.Handle, error) {
+	if _, err := exec.LookPath(d.bwrap); err != nil {
+		return nil, &sandbox.UnavailableError{Driver: Name, Reason: fmt.Sprintf("bwrap not found at %s: install the %q package", d.bwrap, "bubblewrap")}
+	}
+	root, err := d.validate(spec)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{}
+	args, err := d.bwrapArgs(spec, root, d.planLimits(st, spec.ID, spec.Limits))
+	if err != nil {
+		removeCgroups(st.CgroupDirs)
+		return nil, err
+	}
+	sock := filepath.Join(spec.RunDir, sandbox.GuestSocketName)
+	_ = os.Remove(sock) // a stale socket would answer nothing and confuse probes
+
+	logf, err := os.OpenFile(filepath.Join(spec.RunDir, LogName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("process driver: log: %w", err)
+	}
+	defer logf.Close()
+	started := false
+	defer func() {
+		if !started {
+			removeCgroups(st.CgroupDirs)
+		}
+	}()
+	blockR, blockW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer blockW.Close()
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		blockR.Close()
+		return nil, err
+	}
+	defer infoR.Close()
+
+	cmd := exec.Command(d.bwrap, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{blockR, infoW} // fds 3 and 4
+	// A session of its own: the daemon's terminal or process group going
+	// away must not signal the sandbox.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	blockR.Close()
+	infoW.Close()
+	if err != nil {
+		return nil, fmt.Errorf("process driver: start bwrap: %w", err)
+	}
+	p := &bwrapProc{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		p.exitCode = cmd.ProcessState.ExitCode()
+		close(p.exited)
+	}()
+	fail := func(err error) (*sandbox.Handle, error) {
+		_ = cmd.Process.Kill()
+		<-p.exited
+		return nil, fmt.Errorf("process driver: start %s: %w%s", spec.ID, err, logTail(spec.RunDir))
+	}
+
+	childPID, err := readChildPID(ctx, infoR)
+	if err != nil {
+		return fail(err)
+	}
+	st.PID, st.BwrapPID, st.StartedAt = childPID, cmd.Process.Pid, time.Now().UTC()
+	if st.StartTicks, _, err = procStart(childPID); err != nil {
+		return fail(err)
+	}
+	// The child is blocked before exec'ing the guest: whatever it starts
+	// later inherits these cgroups.
+	if err := joinCgroups(st.CgroupDirs, childPID); err != nil {
+		return fail(fmt.Errorf("join cgroups: %w", err))
+	}
+	if _, err := blockW.Write([]byte{1}); err != nil {
+		return fail(fmt.Errorf("release bwrap: %w", err))
+	}
+	started = true
+	d.mu.Lock()
+	d.running[spec.ID] = p
+	d.mu.Unlock()
+
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	d.log.Info("sandbox started", "sandbox", spec.ID, "pid", childPID, "limits", st.Limits)
+	return &sandbox.Handle{ID: spec.ID, Driver: Name, SocketPath: sock, State: raw}, nil
+}
+
+func (d *Driver) validate(spec sandbox.Spec) (root string, err error) {
+	if spec.ID == "" || strings.ContainsAny(spec.ID, "/\x00") || spec.ID == "." || spec.ID == ".." {
+		return "", fmt.Errorf("process driver: sandbox id %q must be non-empty without '/'", spec.ID)
+	}
+	if spec.Network != "" && spec.Network != sandbox.NetworkNone && spec.Network != sandbox.NetworkHost {
+		return "", fmt.Errorf("process driver: network %q: want %q or %q", spec.Network, sandbox.NetworkNone, sandbox.NetworkHost)
+	}
+	for field, dir := range map[string]string{"WorkspaceDir": spec.WorkspaceDir, "RunDir": spec.RunDir} {
+		if !filepath.IsAbs(dir) {
+			return "", fmt.Errorf("process driver: %s %q must be an absolute path", field, dir)
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return "", fmt.Errorf("process driver: %s %q is not a directory", field, dir)
+		}
+	}
+	if fi, err := os.Stat(spec.GuestBinary); err != nil || fi.IsDir() || !filepath.IsAbs(spec.GuestBinary) {
+		return "", fmt.Errorf("process driver: GuestBinary %q is not an absolute path to a file", spec.GuestBinary)
+	}
+	return d.imageRoot(spec.Image)
+}
+
+// CheckImage implements sandbox.ImageChecker.
+func (d *Driver) CheckImage(_ context.Context, image string) error {
+	_, err := d.imageRoot(image)
+	return err
+}
+
+// imageRoot is the rootfs dir of image, "" for the host's system dirs.
+func (d *Driver) imageRoot(image string) (root string, err error) {
+	spec := sandbox.Spec{Image: image}
+	if spec.Image == "" {
+		return "", nil
+	}
+	if d.cfg.ImagesDir == "" || strings.ContainsAny(spec.Image, "/\x00") || spec.Image == ".." {
+		return "", fmt.Errorf("process driver: image %q: %w", spec.Image, sandbox.ErrUnknownImage)
+	}
+	root = filepath.Join(d.cfg.ImagesDir, spec.Image)
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("process driver: image %q (no directory %s): %w", spec.Image, root, sandbox.ErrUnknownImage)
+	}
+	return root, nil
+}
+
+// readChildPID reads bwrap's --info-fd JSON ({"child-pid": N, …}); EOF
+// means bwrap failed before creating the sandbox.
+func readChildPID(ctx context.Context, r *os.File) (int, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = r.SetReadDeadline(dl)
+	} else {
+		_ = r.SetReadDeadline(time.Now().Add(30 * time.Second))
+	}
+	var info struct {
+		ChildPID int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(r).Decode(&info); err != nil {
+		return 0, fmt.Errorf("bwrap gave no child pid: %w", err)
+	}
+	if info.ChildPID <= 0 {
+		return 0, errors.New("bwrap gave no child pid")
+	}
+	return info.ChildPID, nil
+}
+
+// logTail returns the end of the run dir's log for error messages.
+func logTail(runDir string) string {
+	b, err := os.ReadFile(filepath.Join(runDir, LogName))
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	if len(b) > 2048 {
+		b = b[len(b)-2048:]
+	}
+	return ": " + strings.TrimSpace(string(b))
+}
