@@ -1,0 +1,148 @@
+package docker
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"path/filepath"
+	"regexp"
+	"slices"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+
+	"github.com/agentkernel/agentkernel/internal/sandbox"
+)
+
+// guestStateDir is the guest's private scratch dir (background process
+// output); a tmpfs, as in the process driver, since the rootfs is read-only.
+const guestStateDir = "/.agentkernel/state"
+
+// containerName is the Docker name of a sandbox's container.
+func containerName(id string) string { return "agentkernel-" + id }
+
+// validID is Docker's rule for container names, minus the prefix we add.
+var validID = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+
+// createOptions is the pure translation of a Spec into a container: it does
+// no I/O so the mapping can be tested without an engine.
+type createOptions struct {
+	name   string
+	config *container.Config
+	host   *container.HostConfig
+}
+
+func buildCreate(spec sandbox.Spec, image string) (*createOptions, error) {
+	if err := validateSpec(spec); err != nil {
+		return nil, err
+	}
+	network, err := networkMode(spec.Network)
+	if err != nil {
+		return nil, err
+	}
+
+	labels := make(map[string]string, len(spec.Labels)+2)
+	maps.Copy(labels, spec.Labels)
+	// Ours last: a caller's label must not hide a container from List.
+	labels[LabelSandbox] = spec.ID
+	labels[LabelManaged] = "true"
+
+	env := make([]string, 0, len(spec.Env))
+	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
+		env = append(env, k+"="+spec.Env[k])
+	}
+
+	// Mounts (not Binds) so that a missing host path is an error instead of
+	// Docker silently creating an empty directory in its place.
+	mounts := []mount.Mount{
+		{Type: mount.TypeBind, Source: spec.GuestBinary, Target: sandbox.GuestBinaryPath, ReadOnly: true},
+		{Type: mount.TypeBind, Source: spec.WorkspaceDir, Target: sandbox.WorkspacePath},
+		{Type: mount.TypeBind, Source: spec.RunDir, Target: sandbox.GuestDir},
+	}
+	for _, m := range spec.Mounts {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+
+	noInit := false
+	host := &container.HostConfig{
+		Mounts:        mounts,
+		NetworkMode:   container.NetworkMode(network),
+		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		// The guest is PID 1 and reaps its children; docker-init would hide
+		// it from the signals Stop sends.
+		Init:      &noInit,
+		Resources: resources(spec.Limits),
+		// Like the process driver: the system is read-only and only
+		// /workspace and a fresh /tmp are writable, so nothing a sandbox
+		// writes outside its workspace survives a stop.
+		ReadonlyRootfs: true,
+		Tmpfs: map[string]string{
+			"/tmp":        "rw,exec,nosuid,nodev,mode=1777",
+			guestStateDir: "rw,nosuid,nodev,mode=0700",
+		},
+	}
+	cfg := &container.Config{
+		Image:      image,
+		Entrypoint: []string{sandbox.GuestBinaryPath},
+		Cmd:        []string{"--state-dir", guestStateDir},
+		Env:        env,
+		WorkingDir: sandbox.WorkspacePath,
+		Labels:     labels,
+	}
+	return &createOptions{name: containerName(spec.ID), config: cfg, host: host}, nil
+}
+
+func validateSpec(spec sandbox.Spec) error {
+	var errs []error
+	if !validID.MatchString(spec.ID) {
+		errs = append(errs, fmt.Errorf("spec.ID %q: must match %s to be usable in a container name", spec.ID, validID))
+	}
+	for _, f := range []struct{ field, path string }{
+		{"spec.WorkspaceDir", spec.WorkspaceDir},
+		{"spec.RunDir", spec.RunDir},
+		{"spec.GuestBinary", spec.GuestBinary},
+	} {
+		if !filepath.IsAbs(f.path) {
+			errs = append(errs, fmt.Errorf("%s %q: must be an absolute host path", f.field, f.path))
+		}
+	}
+	for i, m := range spec.Mounts {
+		if !filepath.IsAbs(m.Source) || !filepath.IsAbs(m.Target) {
+			errs = append(errs, fmt.Errorf("spec.Mounts[%d] %q→%q: source and target must be absolute paths", i, m.Source, m.Target))
+		}
+	}
+	l := spec.Limits
+	if l.MemoryMB < 0 || l.Pids < 0 || l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
+		errs = append(errs, fmt.Errorf("spec.Limits %+v: limits must be zero (no limit) or positive", l))
+	}
+	return errors.Join(errs...)
+}
+
+func networkMode(n string) (string, error) {
+	switch n {
+	case "", sandbox.NetworkNone:
+		return "none", nil
+	case sandbox.NetworkHost:
+		return "host", nil
+	default:
+		return "", fmt.Errorf("spec.Network %q: must be %q or %q", n, sandbox.NetworkNone, sandbox.NetworkHost)
+	}
+}
+
+func resources(l sandbox.Limits) container.Resources {
+	var r container.Resources
+	if l.MemoryMB > 0 {
+		r.Memory = l.MemoryMB << 20
+		// Equal to Memory: no swap on top, so the limit is the limit.
+		r.MemorySwap = r.Memory
+	}
+	if l.Pids > 0 {
+		pids := l.Pids
+		r.PidsLimit = &pids
+	}
+	if l.CPUs > 0 {
+		r.NanoCPUs = int64(math.Round(l.CPUs * 1e9))
+	}
+	return r
+}
