@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -39,8 +40,15 @@ func NewClient(socketPath string) *Client {
 // Close closes idle connections.
 func (c *Client) Close() { c.tr.CloseIdleConnections() }
 
-// Error is a non-2xx answer from the guest. It matches fs.ErrNotExist and
-// fs.ErrExist with errors.Is where the code says so.
+// ErrEscapesWorkspace matches (errors.Is) a guest *Error with code
+// escapes_workspace: a files-API path under /workspace leads out of it
+// through a symlink, and the guest refused it without touching anything
+// outside.
+var ErrEscapesWorkspace = errors.New("path escapes the workspace")
+
+// Error is a non-2xx answer from the guest. It matches fs.ErrNotExist,
+// fs.ErrExist, ErrEscapesWorkspace and friends with errors.Is where the
+// code says so.
 type Error struct {
 	Status  int
 	Code    string
@@ -64,6 +72,8 @@ func (e *Error) Is(target error) bool {
 		return e.Code == codeIsDir
 	case syscall.ENOTEMPTY:
 		return e.Code == codeNotEmpty
+	case ErrEscapesWorkspace:
+		return e.Code == codeEscapesWorkspace
 	}
 	return false
 }

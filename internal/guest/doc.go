@@ -9,8 +9,18 @@
 // # Protocol
 //
 // Bodies are JSON unless stated. Errors are a non-2xx status with
-// {"error": "...", "code": "not_found|exists|bad_request|not_dir|is_dir|not_empty|internal"}.
+// {"error": "...", "code": "not_found|exists|bad_request|escapes_workspace|not_dir|is_dir|not_empty|internal"}.
 // Relative paths resolve against the work dir (/workspace).
+//
+// File paths containing a ".." segment are refused (bad_request). A file
+// path that is the work dir or under it is resolved through an os.Root on
+// the work dir: a symlink in the workspace that leads out of it (relative
+// climbing out, or absolute — os.Root follows no absolute symlink, even
+// one naming a workspace path) is never followed, and the operation fails
+// with 400 escapes_workspace without reading or writing anything outside.
+// Symlinks that stay inside are followed; a write through a final symlink
+// writes its target in place (other writes are atomic). Absolute paths
+// outside the work dir are the caller's explicit choice and work as usual.
 //
 //	GET  /health                     → {"ok":true,"pid":1,"uptime_ms":N}
 //	POST /exec                       ExecRequest → NDJSON stream of ExecFrame:

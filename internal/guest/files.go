@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -15,23 +16,23 @@ import (
 // maxWriteBytes bounds one file write through the guest.
 const maxWriteBytes = 512 << 20
 
-func (s *Server) pathParam(r *http.Request) (string, error) {
-	p := r.URL.Query().Get("path")
-	if p == "" {
-		return "", fmt.Errorf("%w: path is required", errBadRequest)
-	}
-	return s.resolve(p), nil
+// Every handler resolves its path with Server.target: paths in the work
+// dir go through an os.Root (fsys.go), others through the plain file system.
+
+func (s *Server) queryTarget(r *http.Request) (*fileTarget, error) {
+	return s.target(r.URL.Query().Get("path"))
 }
 
 func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) {
-	p, err := s.pathParam(r)
+	t, err := s.queryTarget(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	f, err := os.Open(p)
+	defer t.close()
+	f, err := t.fsys.Open(t.name)
 	if err != nil {
-		writeError(w, err)
+		writeError(w, t.wrap(err))
 		return
 	}
 	defer f.Close()
@@ -41,7 +42,7 @@ func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if fi.IsDir() {
-		writeError(w, fmt.Errorf("read %s: %w", p, syscall.EISDIR))
+		writeError(w, fmt.Errorf("read %s: %w", t.path, syscall.EISDIR))
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
@@ -50,14 +51,13 @@ func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(w, f)
 }
 
-// handleWriteFile writes atomically: a temp file in the same directory,
-// fsync, chmod, rename. Parents are created.
 func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) {
-	p, err := s.pathParam(r)
+	t, err := s.queryTarget(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	defer t.close()
 	mode := os.FileMode(0o644)
 	if v := r.URL.Query().Get("mode"); v != "" {
 		m, err := strconv.ParseUint(v, 8, 32)
@@ -67,44 +67,67 @@ func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) {
 		}
 		mode = os.FileMode(m)
 	}
-	if err := writeAtomic(p, http.MaxBytesReader(w, r.Body, maxWriteBytes), mode); err != nil {
-		writeError(w, err)
+	if err := writeFile(t, http.MaxBytesReader(w, r.Body, maxWriteBytes), mode); err != nil {
+		writeError(w, t.wrap(err))
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func writeAtomic(p string, body io.Reader, mode os.FileMode) (err error) {
-	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-		return fmt.Errorf("write %s: %w", p, syscall.EISDIR)
-	}
-	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// writeFile writes atomically (temp file in the same directory, fsync,
+// chmod, rename; parents created), except through a symlink: then the
+// link's target is written in place, so the link stays a link. In the
+// work dir the target must be in it too, or the write is refused.
+func writeFile(t *fileTarget, body io.Reader, mode os.FileMode) error {
+	fi, err := t.fsys.Lstat(t.name)
+	switch {
+	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+		return writeInPlace(t, body, mode)
+	case err == nil && fi.IsDir():
+		return fmt.Errorf("write %s: %w", t.path, syscall.EISDIR)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(p)+".tmp-*")
+	dir := filepath.Dir(t.name)
+	if err := t.fsys.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmpName := filepath.Join(dir, "."+filepath.Base(t.name)+".tmp-"+rand.Text()[:12])
+	tmp, err := t.fsys.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = io.Copy(tmp, body); err != nil {
+	if err := fillAndClose(tmp, body, mode); err != nil {
+		_ = t.fsys.Remove(tmpName)
 		return err
 	}
-	if err = tmp.Chmod(mode); err != nil {
+	if err := t.fsys.Rename(tmpName, t.name); err != nil {
+		_ = t.fsys.Remove(tmpName)
 		return err
 	}
-	if err = tmp.Sync(); err != nil {
+	return nil
+}
+
+func writeInPlace(t *fileTarget, body io.Reader, mode os.FileMode) error {
+	f, err := t.fsys.OpenFile(t.name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
 		return err
 	}
-	if err = tmp.Close(); err != nil {
-		return err
+	return fillAndClose(f, body, mode)
+}
+
+func fillAndClose(f *os.File, body io.Reader, mode os.FileMode) error {
+	_, err := io.Copy(f, body)
+	if err == nil {
+		err = f.Chmod(mode)
 	}
-	return os.Rename(tmp.Name(), p)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func fileInfo(p string, fi fs.FileInfo) FileInfo {
@@ -120,41 +143,51 @@ func fileInfo(p string, fi fs.FileInfo) FileInfo {
 }
 
 func (s *Server) handleStat(w http.ResponseWriter, r *http.Request) {
-	p, err := s.pathParam(r)
+	t, err := s.queryTarget(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	fi, err := os.Lstat(p)
+	defer t.close()
+	fi, err := t.fsys.Lstat(t.name)
 	if err != nil {
-		writeError(w, err)
+		writeError(w, t.wrap(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, fileInfo(p, fi))
+	writeJSON(w, http.StatusOK, fileInfo(t.path, fi))
 }
 
 func (s *Server) handleListDir(w http.ResponseWriter, r *http.Request) {
-	p, err := s.pathParam(r)
+	t, err := s.queryTarget(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	entries, err := os.ReadDir(p)
+	defer t.close()
+	d, err := t.fsys.Open(t.name)
+	if err != nil {
+		writeError(w, t.wrap(err))
+		return
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	out := make([]FileInfo, 0, len(entries))
 	for _, e := range entries {
-		fi, err := e.Info()
+		// Lstat through the same tree, not e.Info(): that would stat by
+		// host path name, outside the root.
+		fi, err := t.fsys.Lstat(t.join(e.Name()))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed while listing
 		}
 		if err != nil {
-			writeError(w, err)
+			writeError(w, t.wrap(err))
 			return
 		}
-		out = append(out, fileInfo(filepath.Join(p, e.Name()), fi))
+		out = append(out, fileInfo(filepath.Join(t.path, e.Name()), fi))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -165,16 +198,18 @@ func (s *Server) handleMkdir(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if req.Path == "" {
-		writeError(w, fmt.Errorf("%w: path is required", errBadRequest))
+	t, err := s.target(req.Path)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
+	defer t.close()
 	mode := os.FileMode(0o755)
 	if req.Mode != 0 {
 		mode = os.FileMode(req.Mode) & os.ModePerm
 	}
-	if err := os.MkdirAll(s.resolve(req.Path), mode); err != nil {
-		writeError(w, err)
+	if err := t.fsys.MkdirAll(t.name, mode); err != nil {
+		writeError(w, t.wrap(err))
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -186,26 +221,27 @@ func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if req.Path == "" {
-		writeError(w, fmt.Errorf("%w: path is required", errBadRequest))
+	t, err := s.target(req.Path)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
-	p := s.resolve(req.Path)
-	if p == "/" || p == s.cfg.WorkDir {
-		writeError(w, fmt.Errorf("%w: refusing to remove %s", errBadRequest, p))
+	defer t.close()
+	if t.path == "/" || t.path == s.cfg.WorkDir {
+		writeError(w, fmt.Errorf("%w: refusing to remove %s", errBadRequest, t.path))
 		return
 	}
-	var err error
+	// A final symlink is removed itself, never its target.
 	if req.Recursive {
-		err = os.RemoveAll(p)
+		err = t.fsys.RemoveAll(t.name)
 	} else {
-		err = os.Remove(p)
+		err = t.fsys.Remove(t.name)
 		if errors.Is(err, fs.ErrNotExist) {
 			err = nil
 		}
 	}
 	if err != nil {
-		writeError(w, err)
+		writeError(w, t.wrap(err))
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -22,6 +22,8 @@ func writeError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, errBadRequest):
 		status, code = http.StatusBadRequest, codeBadRequest
+	case errors.Is(err, ErrEscapesWorkspace):
+		status, code = http.StatusBadRequest, codeEscapesWorkspace
 	case errors.Is(err, fs.ErrNotExist):
 		status, code = http.StatusNotFound, codeNotFound
 	case errors.Is(err, syscall.ENOTEMPTY): // before ErrExist, which it also matches

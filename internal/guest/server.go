@@ -80,6 +80,8 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.WorkDir == "" {
 		cfg.WorkDir = def.WorkDir
 	}
+	// The files API compares paths against it (fsys.go).
+	cfg.WorkDir = filepath.Clean(cfg.WorkDir)
 	if cfg.ProxyTarget == "" {
 		cfg.ProxyTarget = def.ProxyTarget
 	}

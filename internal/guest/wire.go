@@ -127,4 +127,7 @@ const (
 	codeIsDir      = "is_dir"
 	codeNotEmpty   = "not_empty"
 	codeInternal   = "internal"
+	// codeEscapesWorkspace: a path in the work dir leads out of it through
+	// a symlink; nothing outside was read or written.
+	codeEscapesWorkspace = "escapes_workspace"
 )
