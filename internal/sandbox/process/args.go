@@ -102,6 +102,11 @@ func (d *Driver) bwrapArgs(spec sandbox.Spec, root string, guestFlags []string) 
 	return append(a, guestFlags...), nil
 }
 
+// rootfsArgs lays out /. With an image, / is the image rootfs read-only:
+// each top-level entry is ro-bound onto bwrap's tmpfs root (remounted
+// read-only at the end) rather than binding the rootfs itself at /, so an
+// image needs no mount points of its own (/workspace, /run/agentkernel,
+// /.agentkernel) and nothing is ever created inside it.
 func rootfsArgs(root string) ([]string, error) {
 	var a []string
 	if root == "" {

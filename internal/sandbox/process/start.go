@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentkernel/agentkernel/internal/image"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 )
 
@@ -143,17 +144,21 @@ func (d *Driver) CheckImage(_ context.Context, image string) error {
 }
 
 // imageRoot is the rootfs dir of image, "" for the host's system dirs.
-func (d *Driver) imageRoot(image string) (root string, err error) {
-	spec := sandbox.Spec{Image: image}
-	if spec.Image == "" {
+// Names follow image.ValidateName, so an import in progress (a hidden
+// temp dir in ImagesDir) is never taken for an image.
+func (d *Driver) imageRoot(name string) (root string, err error) {
+	if name == "" {
 		return "", nil
 	}
-	if d.cfg.ImagesDir == "" || strings.ContainsAny(spec.Image, "/\x00") || spec.Image == ".." {
-		return "", fmt.Errorf("process driver: image %q: %w", spec.Image, sandbox.ErrUnknownImage)
+	if d.cfg.ImagesDir == "" {
+		return "", fmt.Errorf("process driver: image %q (no images dir configured): %w", name, sandbox.ErrUnknownImage)
 	}
-	root = filepath.Join(d.cfg.ImagesDir, spec.Image)
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("process driver: image %q (no directory %s): %w", spec.Image, root, sandbox.ErrUnknownImage)
+	root, err = image.Dir(d.cfg.ImagesDir, name)
+	if errors.Is(err, image.ErrNotFound) {
+		return "", fmt.Errorf("process driver: %v; import it with `agentkernel image import %s TARBALL`: %w", err, name, sandbox.ErrUnknownImage)
+	}
+	if err != nil {
+		return "", fmt.Errorf("process driver: %v: %w", err, sandbox.ErrUnknownImage)
 	}
 	return root, nil
 }
