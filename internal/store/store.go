@@ -15,6 +15,7 @@ import (
 type Store interface {
 	SessionStore
 	TenantStore
+	SandboxStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.
