@@ -6,6 +6,9 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -24,10 +27,50 @@ type Config struct {
 	Listen string `toml:"listen"`
 	Home   string `toml:"home"`
 
-	Store  StoreConfig  `toml:"store"`
-	Blob   BlobConfig   `toml:"blob"`
-	Server ServerConfig `toml:"server"`
-	Log    LogConfig    `toml:"log"`
+	Store   StoreConfig   `toml:"store"`
+	Blob    BlobConfig    `toml:"blob"`
+	Server  ServerConfig  `toml:"server"`
+	Log     LogConfig     `toml:"log"`
+	Sandbox SandboxConfig `toml:"sandbox"`
+
+	// Objects are the durable object classes of [[objects]] (file only).
+	Objects []ObjectClassConfig `toml:"objects"`
+	// DurableObjects tunes the object runtime. (It cannot be [objects]:
+	// TOML does not allow a table and an array of tables with one name.)
+	DurableObjects DurableObjectsConfig `toml:"durable_objects"`
+}
+
+// SandboxConfig holds the sandbox layer's defaults; a sandbox's own fields
+// (driver, image, limits, sleep_after, network) override them.
+type SandboxConfig struct {
+	// Driver is the default driver: "process" (bubblewrap) or "docker".
+	Driver string `toml:"driver"`
+	// Image is the default image for the process driver (a directory name
+	// under images_dir; "" = the host's system directories, read-only).
+	Image string `toml:"image"`
+	// DockerImage is the default image of the docker driver.
+	DockerImage string `toml:"docker_image"`
+	// DockerHost is the Docker Engine address (default: DOCKER_HOST or the
+	// local socket).
+	DockerHost string   `toml:"docker_host"`
+	SleepAfter Duration `toml:"sleep_after"`
+	// Network is the default network mode: "none" or "host".
+	Network  string  `toml:"network"`
+	MemoryMB int64   `toml:"memory_mb"`
+	Pids     int64   `toml:"pids"`
+	CPUs     float64 `toml:"cpus"`
+	// GuestBinary is the static binary run as PID 1 in sandboxes; default:
+	// this agentkernel executable (`agentkernel guest`).
+	GuestBinary string `toml:"guest_binary"`
+	// ImagesDir holds process-driver root filesystems; default $home/images.
+	ImagesDir string `toml:"images_dir"`
+	// RunDir holds guest sockets; default /tmp/agentkernel-<uid>/<hash of home>
+	// (unix socket paths must stay short).
+	RunDir       string   `toml:"run_dir"`
+	BackupTTL    Duration `toml:"backup_ttl"`
+	ReapInterval Duration `toml:"reap_interval"`
+	// MaxFileBytes limits one file read or written through the files API.
+	MaxFileBytes int64 `toml:"max_file_bytes"`
 }
 
 // StoreConfig selects the state store.
@@ -72,6 +115,16 @@ func Default() Config {
 		Blob:   BlobConfig{Engine: "fs"},
 		Server: ServerConfig{MaxBodyBytes: 1 << 20, ShutdownTimeout: Duration(30 * time.Second)},
 		Log:    LogConfig{Level: "info", Format: "text"},
+		Sandbox: SandboxConfig{
+			Driver:       "process",
+			DockerImage:  "agentkernel/sandbox:busybox",
+			SleepAfter:   Duration(5 * time.Minute),
+			Network:      "none",
+			BackupTTL:    Duration(7 * 24 * time.Hour),
+			ReapInterval: Duration(10 * time.Second),
+			MaxFileBytes: 64 << 20,
+		},
+		DurableObjects: DefaultDurableObjects(),
 	}
 }
 
@@ -100,6 +153,27 @@ func (c *Config) BlobPath() string {
 		return c.Blob.Path
 	}
 	return filepath.Join(c.Home, "blobs")
+}
+
+// ImagesDir is the process driver's image root after defaults.
+func (c *Config) ImagesDir() string {
+	if c.Sandbox.ImagesDir != "" {
+		return c.Sandbox.ImagesDir
+	}
+	return filepath.Join(c.Home, "images")
+}
+
+// SandboxDataDir holds each sandbox's host workspace.
+func (c *Config) SandboxDataDir() string { return filepath.Join(c.Home, "sandboxes") }
+
+// SandboxRunDir is where guest sockets live, kept short for the 107-byte
+// unix socket path limit and distinct per home.
+func (c *Config) SandboxRunDir() string {
+	if c.Sandbox.RunDir != "" {
+		return c.Sandbox.RunDir
+	}
+	h := sha256.Sum256([]byte(c.Home))
+	return filepath.Join(os.TempDir(), fmt.Sprintf("agentkernel-%d", os.Getuid()), hex.EncodeToString(h[:])[:10])
 }
 
 // AdminKeyPath is where serve writes the admin key on first start.

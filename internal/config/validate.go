@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 )
 
 // FieldError names the configuration field that is wrong and what it
@@ -70,5 +71,32 @@ func (c *Config) Validate() error {
 	default:
 		add(&FieldError{Field: "log.format", Value: c.Log.Format, Accepted: `"text" or "json"`, Reason: "unknown format"})
 	}
+	sb := c.Sandbox
+	switch sb.Driver {
+	case "process", "docker":
+	default:
+		add(&FieldError{Field: "sandbox.driver", Value: sb.Driver, Accepted: `"process" or "docker"`, Reason: "unknown driver"})
+	}
+	switch sb.Network {
+	case "none", "host":
+	default:
+		add(&FieldError{Field: "sandbox.network", Value: sb.Network, Accepted: `"none" or "host"`, Reason: "unknown network mode"})
+	}
+	if sb.SleepAfter.D() < time.Second {
+		add(&FieldError{Field: "sandbox.sleep_after", Value: sb.SleepAfter.D().String(), Accepted: "a duration of at least 1s", Reason: "too short"})
+	}
+	if sb.BackupTTL.D() < time.Minute {
+		add(&FieldError{Field: "sandbox.backup_ttl", Value: sb.BackupTTL.D().String(), Accepted: "a duration of at least 1m", Reason: "too short"})
+	}
+	if sb.ReapInterval.D() < 100*time.Millisecond {
+		add(&FieldError{Field: "sandbox.reap_interval", Value: sb.ReapInterval.D().String(), Accepted: "a duration of at least 100ms", Reason: "too short"})
+	}
+	if sb.MemoryMB < 0 || sb.Pids < 0 || sb.CPUs < 0 {
+		add(&FieldError{Field: "sandbox.memory_mb/pids/cpus", Accepted: "0 (no limit) or a positive number", Reason: "negative limit"})
+	}
+	if sb.MaxFileBytes < 1 {
+		add(&FieldError{Field: "sandbox.max_file_bytes", Value: fmt.Sprint(sb.MaxFileBytes), Accepted: "a positive number of bytes", Reason: "out of range"})
+	}
+	errs = append(errs, c.validateObjects()...)
 	return errors.Join(errs...)
 }

@@ -137,3 +137,11 @@ func (e *UnavailableError) Error() string {
 }
 
 func (e *UnavailableError) Unwrap() error { return ErrUnavailable }
+
+// ImageChecker is an optional capability: tell whether an image exists
+// before a sandbox is recorded, so a bad image is a clear 422 at create
+// rather than a failure at the first call. The error wraps ErrUnknownImage
+// and names the image.
+type ImageChecker interface {
+	CheckImage(ctx context.Context, image string) error
+}

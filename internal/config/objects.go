@@ -1,0 +1,111 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+// ObjectClassConfig is one [[objects]] entry (seed 002 plus agentkernel's
+// driver, max_concurrency, storage_mode and app_dir).
+type ObjectClassConfig struct {
+	Class              string            `toml:"class"`
+	Image              string            `toml:"image"`
+	Driver             string            `toml:"driver"`
+	IdleTimeoutSeconds int64             `toml:"idle_timeout_seconds"`
+	InitCommand        []string          `toml:"init_command"`
+	MaxConcurrency     int64             `toml:"max_concurrency"`
+	StorageMode        string            `toml:"storage_mode"` // "snapshot" (default) or "write-through"
+	AppDir             string            `toml:"app_dir"`
+	Env                map[string]string `toml:"env"`
+}
+
+// DurableObjectsConfig holds the object runtime's limits and intervals
+// (seed 002's values by default).
+type DurableObjectsConfig struct {
+	AlarmPollInterval Duration `toml:"alarm_poll_interval"`
+	IdleCheckInterval Duration `toml:"idle_check_interval"`
+	MaxKeys           int64    `toml:"max_keys"`
+	MaxValueBytes     int64    `toml:"max_value_bytes"`
+	MaxStorageBytes   int64    `toml:"max_storage_bytes"`
+	MaxActiveObjects  int64    `toml:"max_active_objects"`
+	MaxAlarms         int64    `toml:"max_alarms"`
+	CallTimeout       Duration `toml:"call_timeout"`
+	DumpTimeout       Duration `toml:"dump_timeout"`
+}
+
+// DefaultDurableObjects returns seed 002's constants.
+func DefaultDurableObjects() DurableObjectsConfig {
+	return DurableObjectsConfig{
+		AlarmPollInterval: Duration(30 * time.Second),
+		IdleCheckInterval: Duration(5 * time.Second),
+		MaxKeys:           10000,
+		MaxValueBytes:     1 << 20,
+		MaxStorageBytes:   50 << 20,
+		MaxActiveObjects:  200,
+		MaxAlarms:         100,
+		CallTimeout:       Duration(30 * time.Second),
+		DumpTimeout:       Duration(10 * time.Second),
+	}
+}
+
+// validateObjects checks [[objects]] and [durable_objects].
+func (c *Config) validateObjects() []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, o := range c.Objects {
+		f := func(k string) string { return fmt.Sprintf("objects[%d].%s", i, k) }
+		if !classNameRE.MatchString(o.Class) {
+			errs = append(errs, &FieldError{Field: f("class"), Value: o.Class, Accepted: "1-63 of a-z, 0-9, '-', '_', starting with a letter or digit"})
+		} else if seen[o.Class] {
+			errs = append(errs, &FieldError{Field: f("class"), Value: o.Class, Reason: "declared twice"})
+		}
+		seen[o.Class] = true
+		switch o.Driver {
+		case "", "process", "docker":
+		default:
+			errs = append(errs, &FieldError{Field: f("driver"), Value: o.Driver, Accepted: `"process" or "docker"`})
+		}
+		switch o.StorageMode {
+		case "", "snapshot", "write-through":
+		default:
+			errs = append(errs, &FieldError{Field: f("storage_mode"), Value: o.StorageMode, Accepted: `"snapshot" or "write-through"`})
+		}
+		if o.IdleTimeoutSeconds < 0 {
+			errs = append(errs, &FieldError{Field: f("idle_timeout_seconds"), Value: fmt.Sprint(o.IdleTimeoutSeconds), Accepted: "0 (default 300) or more"})
+		}
+		if o.MaxConcurrency < 0 {
+			errs = append(errs, &FieldError{Field: f("max_concurrency"), Value: fmt.Sprint(o.MaxConcurrency), Accepted: "0 (default 1) or more"})
+		}
+		if len(o.InitCommand) == 0 {
+			errs = append(errs, &FieldError{Field: f("init_command"), Reason: "required: the command that starts the object's server on 127.0.0.1:9333", Accepted: `e.g. ["node", "/app/counter.js"]`})
+		}
+		if o.AppDir != "" && !filepath.IsAbs(o.AppDir) {
+			errs = append(errs, &FieldError{Field: f("app_dir"), Value: o.AppDir, Accepted: "an absolute host directory"})
+		}
+	}
+	d := c.DurableObjects
+	positive := map[string]int64{
+		"durable_objects.max_keys": d.MaxKeys, "durable_objects.max_value_bytes": d.MaxValueBytes,
+		"durable_objects.max_storage_bytes": d.MaxStorageBytes, "durable_objects.max_active_objects": d.MaxActiveObjects,
+		"durable_objects.max_alarms": d.MaxAlarms,
+	}
+	for k, v := range positive {
+		if v < 1 {
+			errs = append(errs, &FieldError{Field: k, Value: fmt.Sprint(v), Accepted: "a positive number"})
+		}
+	}
+	durations := map[string]Duration{
+		"durable_objects.alarm_poll_interval": d.AlarmPollInterval, "durable_objects.idle_check_interval": d.IdleCheckInterval,
+		"durable_objects.call_timeout": d.CallTimeout, "durable_objects.dump_timeout": d.DumpTimeout,
+	}
+	for k, v := range durations {
+		if v.D() < 10*time.Millisecond {
+			errs = append(errs, &FieldError{Field: k, Value: v.D().String(), Accepted: "a duration of at least 10ms"})
+		}
+	}
+	return errs
+}
+
+var classNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)

@@ -1,0 +1,355 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentkernel/agentkernel/internal/blob"
+	"github.com/agentkernel/agentkernel/internal/clock"
+	"github.com/agentkernel/agentkernel/internal/guest"
+	"github.com/agentkernel/agentkernel/internal/ids"
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+// Defaults of the lifecycle (seed 000 and SPEC §3).
+const (
+	DefaultSleepAfter     = 5 * time.Minute
+	DefaultBackupTTL      = 7 * 24 * time.Hour
+	DefaultBackgroundCap  = 30 * time.Minute
+	DefaultReapInterval   = 10 * time.Second
+	DefaultStopTimeout    = 10 * time.Second
+	ProbeAttempts         = 10
+	WarmMarkerPath        = "/tmp/.agentkernel-warm"
+	generationStampDir    = ".agentkernel"
+	generationStampFile   = "generation"
+	touchPersistThreshold = time.Second
+)
+
+// Errors of the manager.
+var (
+	ErrUnknownDriver = errors.New("unknown sandbox driver")
+	ErrDestroyed     = errors.New("sandbox is destroyed")
+	ErrInvalid       = errors.New("invalid sandbox parameters")
+)
+
+// Store is the part of the store the manager needs.
+type Store interface {
+	store.SandboxStore
+}
+
+// ManagerConfig configures a Manager.
+type ManagerConfig struct {
+	Store   Store
+	Blobs   blob.Store
+	Drivers map[string]Driver
+	// DefaultDriver names the driver used when a sandbox asks for none.
+	DefaultDriver string
+	// DefaultImages is the image per driver when a sandbox names none ("" =
+	// the driver's own default).
+	DefaultImages map[string]string
+	// DefaultNetwork is "none" unless configured.
+	DefaultNetwork string
+	// DefaultLimits apply field by field where a sandbox asks for none.
+	DefaultLimits Limits
+	// GuestBinary is the static guest binary injected into every sandbox.
+	GuestBinary string
+	// DataDir holds each sandbox's host workspace: DataDir/<id>/workspace.
+	DataDir string
+	// RunDir holds each sandbox's guest socket directory: RunDir/<id>. Keep
+	// it short: unix socket paths are limited to 107 bytes.
+	RunDir string
+
+	DefaultSleepAfter time.Duration
+	BackupTTL         time.Duration
+	BackgroundCap     time.Duration
+	ReapInterval      time.Duration
+	StopTimeout       time.Duration
+	// MarkerTTL is how long a successful warm-marker probe is trusted while
+	// calls keep succeeding (default 1s; negative = probe on every call).
+	MarkerTTL time.Duration
+
+	Clock    clock.Clock
+	Log      *slog.Logger
+	Registry prometheus.Registerer
+	// Reaped, when set, receives a report of every reaper pass (a test
+	// signal).
+	Reaped chan<- ReapReport
+	// faults injects failures in tests (nil in production).
+	Faults *Faults
+}
+
+// Faults lets tests fail the lifecycle at chosen points.
+type Faults struct {
+	// BeforeSnapshotVerify runs after the snapshot blob was written and
+	// before it is verified.
+	BeforeSnapshotVerify func(sandboxID string) error
+	// BeforeStop runs after the backup is recorded, before the driver stops.
+	BeforeStop func(sandboxID string) error
+}
+
+// Manager runs the sandbox lifecycle: create, lazy warm-up on every call,
+// idle hibernation with verified snapshots, wake with restore, destroy, and
+// recovery after a daemon restart.
+type Manager struct {
+	cfg     ManagerConfig
+	log     *slog.Logger
+	clock   clock.Clock
+	metrics *metrics
+
+	mu      sync.Mutex
+	entries map[string]*entry
+	hooks   []Hooks
+
+	reaper reaperLoop
+}
+
+// entry is this node's in-memory companion of a sandbox: the lifecycle lock
+// and the guest client. Calls hold mu for reading; transitions (warm-up,
+// hibernate, destroy) hold it for writing, so a hibernation never races a
+// call.
+type entry struct {
+	mu       sync.RWMutex
+	client   *guest.Client
+	socket   string
+	inflight atomic.Int64
+	// lastTouch is the last LastActivityAt persisted (unix nanos).
+	lastTouch atomic.Int64
+	// probedAt/probedGen cache the last successful marker probe.
+	probedAt  atomic.Int64
+	probedGen atomic.Int64
+}
+
+// NewManager builds a manager. It does not recover or reap until Recover
+// and Start are called.
+func NewManager(cfg ManagerConfig) (*Manager, error) {
+	if cfg.Store == nil || cfg.Blobs == nil || len(cfg.Drivers) == 0 {
+		return nil, errors.New("sandbox: manager needs a store, a blob store and at least one driver")
+	}
+	if cfg.DefaultDriver == "" {
+		cfg.DefaultDriver = "process"
+	}
+	if cfg.DefaultSleepAfter <= 0 {
+		cfg.DefaultSleepAfter = DefaultSleepAfter
+	}
+	if cfg.BackupTTL <= 0 {
+		cfg.BackupTTL = DefaultBackupTTL
+	}
+	if cfg.BackgroundCap <= 0 {
+		cfg.BackgroundCap = DefaultBackgroundCap
+	}
+	if cfg.ReapInterval <= 0 {
+		cfg.ReapInterval = DefaultReapInterval
+	}
+	switch {
+	case cfg.MarkerTTL == 0:
+		cfg.MarkerTTL = time.Second
+	case cfg.MarkerTTL < 0:
+		cfg.MarkerTTL = 0
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = DefaultStopTimeout
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	for _, d := range []string{cfg.DataDir, cfg.RunDir} {
+		if d == "" {
+			return nil, errors.New("sandbox: manager needs DataDir and RunDir")
+		}
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	m := &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, entries: map[string]*entry{}}
+	m.metrics = newMetrics(cfg.Registry, m)
+	return m, nil
+}
+
+// Info is a sandbox with its derived state.
+type Info struct {
+	*store.Sandbox
+	State State
+}
+
+func info(sb *store.Sandbox) *Info { return &Info{Sandbox: sb, State: Derive(sb)} }
+
+// CreateParams creates a sandbox.
+type CreateParams struct {
+	TenantID    string
+	Driver      string
+	Image       string
+	Network     string
+	Limits      Limits
+	SleepAfter  time.Duration
+	Metadata    map[string]string
+	Environment string
+	SessionKey  string
+	// Cold leaves the sandbox cold instead of warming it at once.
+	Cold bool
+}
+
+// Create records a sandbox and (unless Cold) warms it so the first call is
+// fast.
+func (m *Manager) Create(ctx context.Context, p CreateParams) (*Info, error) {
+	if p.Driver == "" {
+		p.Driver = m.cfg.DefaultDriver
+	}
+	d, ok := m.cfg.Drivers[p.Driver]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownDriver, p.Driver, m.driverNames())
+	}
+	if p.Image == "" {
+		p.Image = m.cfg.DefaultImages[p.Driver]
+	}
+	if p.Limits.MemoryMB == 0 {
+		p.Limits.MemoryMB = m.cfg.DefaultLimits.MemoryMB
+	}
+	if p.Limits.Pids == 0 {
+		p.Limits.Pids = m.cfg.DefaultLimits.Pids
+	}
+	if p.Limits.CPUs == 0 {
+		p.Limits.CPUs = m.cfg.DefaultLimits.CPUs
+	}
+	if p.Network == "" {
+		p.Network = m.cfg.DefaultNetwork
+	}
+	switch p.Network {
+	case "":
+		p.Network = NetworkNone
+	case NetworkNone, NetworkHost:
+	default:
+		return nil, fmt.Errorf("%w: network %q (accepted: %q or %q)", ErrInvalid, p.Network, NetworkNone, NetworkHost)
+	}
+	if p.Limits.MemoryMB < 0 || p.Limits.Pids < 0 || p.Limits.CPUs < 0 {
+		return nil, fmt.Errorf("%w: limits must not be negative", ErrInvalid)
+	}
+	if p.SleepAfter == 0 {
+		p.SleepAfter = m.cfg.DefaultSleepAfter
+	}
+	if p.SleepAfter < time.Second {
+		return nil, fmt.Errorf("%w: sleep_after %s is below the minimum of 1s", ErrInvalid, p.SleepAfter)
+	}
+	if ic, ok := d.(ImageChecker); ok {
+		if err := ic.CheckImage(ctx, p.Image); err != nil {
+			return nil, err
+		}
+	}
+	id := ids.New("sbx")
+	if p.SessionKey == "" {
+		p.SessionKey = id
+	}
+	limits, _ := json.Marshal(p.Limits)
+	now := m.clock.Now()
+	sb, err := m.cfg.Store.CreateSandbox(ctx, &store.Sandbox{
+		ID: id, TenantID: p.TenantID, Driver: p.Driver, Image: p.Image, Network: p.Network,
+		Limits: limits, SleepAfter: p.SleepAfter, Metadata: p.Metadata,
+		Environment: p.Environment, SessionKey: p.SessionKey, LastActivityAt: now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(m.workspaceDir(id), 0o755); err != nil {
+		return nil, err
+	}
+	m.log.InfoContext(ctx, "sandbox created", "sandbox", id, "driver", p.Driver, "tenant", p.TenantID)
+	if p.Cold {
+		return info(sb), nil
+	}
+	e := m.entry(id)
+	e.mu.Lock()
+	err = m.wake(ctx, e, id)
+	e.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return m.Get(ctx, p.TenantID, id)
+}
+
+// Get returns a tenant's sandbox; another tenant's id is ErrNotFound.
+func (m *Manager) Get(ctx context.Context, tenantID, id string) (*Info, error) {
+	sb, err := m.load(ctx, tenantID, id)
+	if err != nil {
+		return nil, err
+	}
+	return info(sb), nil
+}
+
+// List returns a tenant's sandboxes, optionally only those in state.
+func (m *Manager) List(ctx context.Context, tenantID string, state State) ([]*Info, error) {
+	sbs, err := m.cfg.Store.ListSandboxes(ctx, store.ListSandboxesParams{TenantID: tenantID, IncludeDestroyed: state == StateDestroyed})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Info, 0, len(sbs))
+	for _, sb := range sbs {
+		in := info(sb)
+		if state == "" || in.State == state {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+// Backups lists a sandbox's backups, newest first.
+func (m *Manager) Backups(ctx context.Context, tenantID, id string) ([]*store.Backup, error) {
+	if _, err := m.load(ctx, tenantID, id); err != nil {
+		return nil, err
+	}
+	return m.cfg.Store.ListBackups(ctx, id)
+}
+
+func (m *Manager) load(ctx context.Context, tenantID, id string) (*store.Sandbox, error) {
+	sb, err := m.cfg.Store.GetSandbox(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if tenantID != "" && sb.TenantID != tenantID {
+		return nil, fmt.Errorf("sandbox %s: %w", id, store.ErrNotFound)
+	}
+	return sb, nil
+}
+
+func (m *Manager) entry(id string) *entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[id]
+	if !ok {
+		e = &entry{}
+		m.entries[id] = e
+	}
+	return e
+}
+
+func (m *Manager) driverNames() string {
+	var s string
+	for n := range m.cfg.Drivers {
+		if s != "" {
+			s += ", "
+		}
+		s += fmt.Sprintf("%q", n)
+	}
+	return s
+}
+
+func (m *Manager) workspaceDir(id string) string { return filepath.Join(m.cfg.DataDir, id, "workspace") }
+func (m *Manager) runDir(id string) string       { return filepath.Join(m.cfg.RunDir, id) }
+
+// WorkspaceDir is the host directory of a sandbox's /workspace (tests,
+// benchmarks).
+func (m *Manager) WorkspaceDir(id string) string { return m.workspaceDir(id) }

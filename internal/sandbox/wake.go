@@ -1,0 +1,312 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentkernel/agentkernel/internal/guest"
+	"github.com/agentkernel/agentkernel/internal/snapshot"
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+// wake brings a sandbox to active. The caller holds e.mu for writing. It
+// re-reads the record, so it is a no-op when another caller already woke it.
+func (m *Manager) wake(ctx context.Context, e *entry, id string) error {
+	sb, err := m.cfg.Store.GetSandbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch Derive(sb) {
+	case StateDestroyed:
+		return fmt.Errorf("sandbox %s: %w", id, ErrDestroyed)
+	case StateActive:
+		if e.client != nil && m.markerOK(ctx, e.client, sb.Generation) {
+			return nil
+		}
+	case StateStopping:
+		// A stop that did not finish (this node holds the lock, so it is not
+		// running now): the sandbox was never stopped without a verified
+		// snapshot, so it is still usable. Drop the stale fact.
+		sb.StoppingAt = nil
+		if sb, err = m.cfg.Store.UpdateSandbox(ctx, sb); err != nil {
+			return err
+		}
+	}
+	start := m.clock.Now()
+	if len(sb.Handle) == 0 {
+		if sb, err = m.startDriver(ctx, e, sb); err != nil {
+			return err
+		}
+	} else if e.client == nil {
+		if err := m.attach(ctx, e, sb); err != nil {
+			// The instance is gone: forget it and start a new one.
+			if sb, err = m.markCold(ctx, sb); err != nil {
+				return err
+			}
+			if sb, err = m.startDriver(ctx, e, sb); err != nil {
+				return err
+			}
+		}
+	}
+	if err := m.warmUp(ctx, e, sb); err != nil {
+		return err
+	}
+	m.metrics.warmup.WithLabelValues(sb.Driver).Observe(m.clock.Now().Sub(start).Seconds())
+	return nil
+}
+
+// startDriver restores the workspace if it needs it (host side, before the
+// sandbox can see it), starts the driver and records the handle: from then
+// on the derived state is warming.
+func (m *Manager) startDriver(ctx context.Context, e *entry, sb *store.Sandbox) (*store.Sandbox, error) {
+	d, ok := m.cfg.Drivers[sb.Driver]
+	if !ok {
+		return nil, fmt.Errorf("sandbox %s: %w %q", sb.ID, ErrUnknownDriver, sb.Driver)
+	}
+	if err := m.restoreIfNeeded(ctx, sb); err != nil {
+		return nil, err
+	}
+	var limits Limits
+	_ = json.Unmarshal(sb.Limits, &limits)
+	run := m.runDir(sb.ID)
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		return nil, err
+	}
+	// A socket left by an earlier instance would make the probe answer
+	// "connection refused" forever; remove it so we wait for the new one.
+	_ = os.Remove(filepath.Join(run, GuestSocketName))
+	mounts, env := m.hookMounts(sb)
+	h, err := d.Start(ctx, Spec{
+		ID: sb.ID, Image: sb.Image, Network: sb.Network, Limits: limits,
+		WorkspaceDir: m.workspaceDir(sb.ID), RunDir: run, GuestBinary: m.cfg.GuestBinary,
+		Labels: map[string]string{"agentkernel.tenant": sb.TenantID},
+		Mounts: mounts, Env: env,
+	})
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := json.Marshal(h)
+	now := m.clock.Now()
+	sb.Handle, sb.StartedAt, sb.WarmedAt = raw, &now, nil
+	sb, err = m.cfg.Store.UpdateSandbox(ctx, sb)
+	if err != nil {
+		// We could not record the instance: do not leave it running unseen.
+		_ = d.Destroy(context.WithoutCancel(ctx), h)
+		return nil, err
+	}
+	m.setClient(e, h.SocketPath)
+	return sb, nil
+}
+
+// attach reconnects to a running instance from its persisted handle.
+func (m *Manager) attach(ctx context.Context, e *entry, sb *store.Sandbox) error {
+	var h Handle
+	if err := json.Unmarshal(sb.Handle, &h); err != nil {
+		return fmt.Errorf("sandbox %s: bad handle: %w", sb.ID, err)
+	}
+	d, ok := m.cfg.Drivers[h.Driver]
+	if !ok {
+		return fmt.Errorf("sandbox %s: %w %q", sb.ID, ErrUnknownDriver, h.Driver)
+	}
+	if err := d.Recover(ctx, &h); err != nil {
+		return err
+	}
+	m.setClient(e, h.SocketPath)
+	return nil
+}
+
+func (m *Manager) setClient(e *entry, socket string) {
+	if e.client != nil && e.socket == socket {
+		return
+	}
+	if e.client != nil {
+		e.client.Close()
+	}
+	e.client, e.socket = guest.NewClient(socket), socket
+}
+
+// markCold forgets the running instance (it is gone).
+func (m *Manager) markCold(ctx context.Context, sb *store.Sandbox) (*store.Sandbox, error) {
+	sb.Handle, sb.StartedAt, sb.WarmedAt, sb.StoppingAt = nil, nil, nil, nil
+	return m.cfg.Store.UpdateSandbox(ctx, sb)
+}
+
+// warmUp follows the seed's order: probe `exec true` (10 attempts), read
+// the warm marker, restore if absent (done host-side before start, see
+// restoreIfNeeded), mount resources, set contexts, write the marker with a
+// new generation.
+func (m *Manager) warmUp(ctx context.Context, e *entry, sb *store.Sandbox) error {
+	if err := m.probe(ctx, e, sb); err != nil {
+		return err
+	}
+	if m.markerOK(ctx, e.client, sb.Generation) && sb.Generation > 0 {
+		// Already warm (e.g. the daemon died between writing the marker and
+		// recording it): only the record is missing.
+		if sb.WarmedAt == nil {
+			now := m.clock.Now()
+			sb.WarmedAt = &now
+			_, err := m.cfg.Store.UpdateSandbox(ctx, sb)
+			return err
+		}
+		return nil
+	}
+	// The marker is missing: a fresh or recycled sandbox. Its workspace may
+	// still be current (the stamp says so); restore happened before start if
+	// it was not.
+	if stamp := m.readStamp(sb.ID); stamp < sb.Generation {
+		if b, err := m.cfg.Store.LatestBackup(ctx, backupKey(sb), m.clock.Now()); err == nil && b.Generation > stamp {
+			// A recycled instance whose workspace is older than our last
+			// backup: restart it around a host-side restore.
+			if err := m.stopDriver(ctx, e, sb); err != nil {
+				return err
+			}
+			if sb, err = m.markCold(ctx, sb); err != nil {
+				return err
+			}
+			if sb, err = m.startDriver(ctx, e, sb); err != nil {
+				return err
+			}
+			if err := m.probe(ctx, e, sb); err != nil {
+				return err
+			}
+		}
+	}
+	if err := m.runAfterWarm(ctx, sb, e.client); err != nil {
+		return fmt.Errorf("sandbox %s: warm-up: %w", sb.ID, err)
+	}
+	gen := max(sb.Generation, m.readStamp(sb.ID)) + 1
+	if err := m.writeStamp(sb.ID, gen); err != nil {
+		return err
+	}
+	if err := e.client.WriteFile(ctx, guest.WriteFileRequest{Path: WarmMarkerPath, Data: []byte(strconv.FormatInt(gen, 10)), Mode: 0o644}); err != nil {
+		return fmt.Errorf("sandbox %s: write warm marker: %w", sb.ID, err)
+	}
+	now := m.clock.Now()
+	sb.Generation, sb.WarmedAt, sb.LastActivityAt = gen, &now, now
+	_, err := m.cfg.Store.UpdateSandbox(ctx, sb)
+	return err
+}
+
+// probe waits for the guest socket, then runs `exec true` until it answers,
+// at most ProbeAttempts times.
+func (m *Manager) probe(ctx context.Context, e *entry, sb *store.Sandbox) error {
+	sock := e.socket
+	// Waiting for the socket file is not a probe attempt: it is how long the
+	// driver takes to start the guest.
+	deadline := time.Now().Add(30 * time.Second)
+	for delay := 200 * time.Microsecond; time.Now().Before(deadline); delay = min(delay*2, 50*time.Millisecond) {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if err := sleepCtx(ctx, delay); err != nil {
+			return err
+		}
+	}
+	var last error
+	delay := 2 * time.Millisecond
+	for range ProbeAttempts {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		res, err := e.client.Exec(pctx, guest.ExecRequest{Argv: []string{"true"}}, nil)
+		cancel()
+		if err == nil && res.ExitCode == 0 {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("exec true exited %d", res.ExitCode)
+		}
+		last = err
+		if err := sleepCtx(ctx, delay); err != nil {
+			return err
+		}
+		delay = min(delay*2, time.Second)
+	}
+	return &UnavailableError{Driver: sb.Driver, Reason: fmt.Sprintf("sandbox %s did not answer `exec true` after %d attempts: %v", sb.ID, ProbeAttempts, last)}
+}
+
+func (m *Manager) markerOK(ctx context.Context, c *guest.Client, gen int64) bool {
+	b, err := c.ReadFile(ctx, WarmMarkerPath)
+	if err != nil {
+		return false
+	}
+	got, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return err == nil && got == gen
+}
+
+// restoreIfNeeded restores the latest backup into the host workspace when
+// the workspace does not already hold that state or a newer one. The
+// generation stamp inside the workspace decides, so a workspace that
+// survived on disk is never overwritten by an older backup.
+func (m *Manager) restoreIfNeeded(ctx context.Context, sb *store.Sandbox) error {
+	stamp := m.readStamp(sb.ID)
+	b, err := m.cfg.Store.LatestBackup(ctx, backupKey(sb), m.clock.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if b.Generation <= stamp {
+		return nil
+	}
+	start := m.clock.Now()
+	r, _, err := m.cfg.Blobs.Get(ctx, b.BlobKey)
+	if err != nil {
+		return fmt.Errorf("sandbox %s: open backup %s: %w", sb.ID, b.ID, err)
+	}
+	defer r.Close()
+	st, err := snapshot.Replace(ctx, r, m.workspaceDir(sb.ID))
+	if err != nil {
+		return fmt.Errorf("sandbox %s: restore backup %s: %w", sb.ID, b.ID, err)
+	}
+	m.metrics.restore.WithLabelValues(sb.Driver).Observe(m.clock.Now().Sub(start).Seconds())
+	m.log.InfoContext(ctx, "workspace restored", "sandbox", sb.ID, "backup", b.ID, "generation", b.Generation, "files", st.Files, "bytes", st.Bytes)
+	return nil
+}
+
+func backupKey(sb *store.Sandbox) store.BackupKey {
+	return store.BackupKey{TenantID: sb.TenantID, Environment: sb.Environment, SessionKey: sb.SessionKey}
+}
+
+func (m *Manager) stampPath(id string) string {
+	return filepath.Join(m.workspaceDir(id), generationStampDir, generationStampFile)
+}
+
+// readStamp returns the workspace's generation stamp (0 when absent).
+func (m *Manager) readStamp(id string) int64 {
+	b, err := os.ReadFile(m.stampPath(id))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
+func (m *Manager) writeStamp(id string, gen int64) error {
+	p := m.stampPath(id)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.FormatInt(gen, 10)+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
