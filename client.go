@@ -38,6 +38,8 @@ type Client struct {
 	Keys *KeysService
 	// Tenants manages tenants (admin).
 	Tenants *TenantsService
+	// Sandboxes manages sandboxes.
+	Sandboxes *SandboxesService
 }
 
 // Option configures a Client.
@@ -82,6 +84,7 @@ func New(opts ...Option) *Client {
 	}
 	c.Keys = &KeysService{c: c}
 	c.Tenants = &TenantsService{c: c}
+	c.Sandboxes = &SandboxesService{c: c}
 	return c
 }
 
@@ -106,6 +109,19 @@ func readKeyFile(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
+// newRequest builds an authenticated request to path.
+func (c *Client) newRequest(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("agentkernel: %w", err)
+	}
+	req.Header.Set("User-Agent", c.userAgent)
+	if c.apiKey != "" {
+		req.Header.Set("x-api-key", c.apiKey)
+	}
+	return req, nil
+}
+
 // do sends a JSON request and decodes a JSON response into out (when non-nil).
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
@@ -116,18 +132,14 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, body)
+	req, err := c.newRequest(ctx, method, path, body)
 	if err != nil {
-		return fmt.Errorf("agentkernel: %w", err)
+		return err
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", c.userAgent)
-	if c.apiKey != "" {
-		req.Header.Set("x-api-key", c.apiKey)
-	}
 	resp, err := c.httpClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("agentkernel: %s %s: %w", method, path, err)

@@ -83,3 +83,11 @@ func maxLen(name, value string, n int) error {
 	}
 	return nil
 }
+
+// jsonUnmarshal decodes stored JSON; empty means "leave v as is".
+func jsonUnmarshal(b []byte, v any) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return json.Unmarshal(b, v)
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
@@ -22,6 +23,10 @@ type Options struct {
 	// MaxBodyBytes limits request bodies (413 beyond).
 	MaxBodyBytes int64
 	Version      string
+	// Sandboxes serves /v1/sandboxes when set.
+	Sandboxes *sandbox.Manager
+	// MaxFileBytes limits file uploads and downloads (default 64 MiB).
+	MaxFileBytes int64
 }
 
 // Server holds the routes and their dependencies.
@@ -31,8 +36,11 @@ type Server struct {
 	maxBody int64
 	version string
 	metrics *httpMetrics
-	mux     *http.ServeMux
-	handler http.Handler
+	// sandboxes is nil when the daemon runs without a sandbox layer.
+	sandboxes *sandbox.Manager
+	maxFile   int64
+	mux       *http.ServeMux
+	handler   http.Handler
 }
 
 // New builds the server and its routes.
@@ -50,6 +58,12 @@ func New(o Options) *Server {
 		version: o.Version,
 		metrics: newHTTPMetrics(o.Registry),
 		mux:     http.NewServeMux(),
+
+		sandboxes: o.Sandboxes,
+		maxFile:   o.MaxFileBytes,
+	}
+	if s.maxFile <= 0 {
+		s.maxFile = 64 << 20
 	}
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{Registry: o.Registry}))
@@ -62,6 +76,10 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("GET /v1/keys", s.authenticated(s.listKeys))
 	s.mux.HandleFunc("GET /v1/keys/{id}", s.authenticated(s.getKey))
 	s.mux.HandleFunc("DELETE /v1/keys/{id}", s.adminOnly(s.revokeKey))
+
+	if s.sandboxes != nil {
+		s.registerSandboxRoutes()
+	}
 
 	s.mux.HandleFunc("/", s.notFound)
 	s.handler = s.instrument(s.mux)

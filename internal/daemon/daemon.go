@@ -1,0 +1,232 @@
+// Package daemon wires `agentkernel serve`: configuration, the store, blobs,
+// the HTTP server and every background service, with one graceful shutdown.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/agentkernel/agentkernel/internal/api"
+	"github.com/agentkernel/agentkernel/internal/auth"
+	"github.com/agentkernel/agentkernel/internal/blob"
+	"github.com/agentkernel/agentkernel/internal/blob/fsblob"
+	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/sandbox"
+	"github.com/agentkernel/agentkernel/internal/session"
+	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/agentkernel/agentkernel/internal/store/postgres"
+	"github.com/agentkernel/agentkernel/internal/store/sqlite"
+	"github.com/agentkernel/agentkernel/internal/version"
+)
+
+// Daemon is a running agentkernel server.
+type Daemon struct {
+	cfg   config.Config
+	log   *slog.Logger
+	store store.Store
+	blobs *fsblob.Store
+	// sandboxes is the sandbox lifecycle manager; closers release driver
+	// clients at shutdown (sandboxes themselves keep running).
+	sandboxes *sandbox.Manager
+	closers   []func() error
+	registry  *prometheus.Registry
+	server    *api.Server
+	services  []Service
+
+	httpServer *http.Server
+	listener   net.Listener
+
+	stopOnce sync.Once
+}
+
+// New opens the store, bootstraps the admin key and builds the server. It
+// does not listen yet.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, error) {
+	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("home %s: %w", cfg.Home, err)
+	}
+	st, err := OpenStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{cfg: cfg, log: log, store: st, registry: prometheus.NewRegistry()}
+	d.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if _, err := auth.Bootstrap(ctx, st, cfg.AdminKeyPath(), log); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.BlobPath(), 0o700); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("blob root %s: %w", cfg.BlobPath(), err)
+	}
+	blobs, err := fsblob.Open(ctx, cfg.BlobPath(), fsblob.Options{})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("open blob store %s: %w", cfg.BlobPath(), err)
+	}
+	d.blobs = blobs
+	mgr, closers, err := newSandboxManager(cfg, st, blobs, d.registry, log)
+	if err != nil {
+		d.closeStores()
+		return nil, err
+	}
+	d.sandboxes, d.closers = mgr, closers
+	if _, err := mgr.Recover(ctx); err != nil {
+		d.closeStores()
+		return nil, fmt.Errorf("recover sandboxes: %w", err)
+	}
+	d.AddService(mgr)
+	d.AddService(session.NewSweeper(st, session.SweeperConfig{Log: log}))
+	d.server = api.New(api.Options{
+		Store:        st,
+		Log:          log,
+		Registry:     d.registry,
+		MaxBodyBytes: cfg.Server.MaxBodyBytes,
+		Version:      version.String(),
+		Sandboxes:    mgr,
+		MaxFileBytes: cfg.Sandbox.MaxFileBytes,
+	})
+	return d, nil
+}
+
+// OpenStore opens the configured store engine.
+func OpenStore(ctx context.Context, cfg config.Config) (store.Store, error) {
+	switch cfg.Store.Engine {
+	case "postgres":
+		st, err := postgres.Open(ctx, cfg.Store.URL)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres store: %w", err)
+		}
+		return st, nil
+	default:
+		st, err := sqlite.Open(ctx, cfg.StatePath())
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite store %s: %w", cfg.StatePath(), err)
+		}
+		return st, nil
+	}
+}
+
+// AddService registers a background service; Run starts it and shutdown
+// stops it, in reverse order of registration.
+func (d *Daemon) AddService(s Service) { d.services = append(d.services, s) }
+
+// Sandboxes returns the sandbox manager.
+func (d *Daemon) Sandboxes() *sandbox.Manager { return d.sandboxes }
+
+// Store returns the daemon's store (tests, benchmarks).
+func (d *Daemon) Store() store.Store { return d.store }
+
+// Blobs returns the daemon's blob store.
+func (d *Daemon) Blobs() blob.Store { return d.blobs }
+
+// Handler returns the HTTP handler (tests use it with httptest).
+func (d *Daemon) Handler() http.Handler { return d.server }
+
+// Listen binds the configured address. Addr is valid afterwards.
+func (d *Daemon) Listen() error {
+	ln, err := net.Listen("tcp", d.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s (listen / AGENTKERNEL_LISTEN / --listen): %w", d.cfg.Listen, err)
+	}
+	d.listener = ln
+	return nil
+}
+
+// Addr is the bound address, e.g. 127.0.0.1:18888.
+func (d *Daemon) Addr() string {
+	if d.listener == nil {
+		return d.cfg.Listen
+	}
+	return d.listener.Addr().String()
+}
+
+// Run starts the services and serves until ctx is cancelled, then shuts
+// down gracefully: new connections stop, in-flight requests finish (up to
+// server.shutdown_timeout), every service stops, the store closes.
+func (d *Daemon) Run(ctx context.Context) error {
+	if d.listener == nil {
+		if err := d.Listen(); err != nil {
+			d.closeStores()
+			return err
+		}
+	}
+	for i, s := range d.services {
+		if err := s.Start(ctx); err != nil {
+			for _, started := range d.services[:i] {
+				started.Stop()
+			}
+			d.closeStores()
+			return fmt.Errorf("start service: %w", err)
+		}
+	}
+	d.httpServer = &http.Server{
+		Handler:           d.server,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	d.log.Info("agentkernel serving", "addr", d.Addr(), "version", version.String(),
+		"store", d.store.Engine(), "home", d.cfg.Home)
+
+	errc := make(chan error, 1)
+	go func() { errc <- d.httpServer.Serve(d.listener) }()
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	d.shutdown()
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return nil
+}
+
+func (d *Daemon) shutdown() {
+	d.stopOnce.Do(func() {
+		d.log.Info("shutting down")
+		// Cleanup must finish even though the run context is cancelled.
+		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Server.ShutdownTimeout.D())
+		defer cancel()
+		if err := d.httpServer.Shutdown(ctx); err != nil {
+			d.log.Warn("http shutdown did not finish in time", "err", err)
+			_ = d.httpServer.Close()
+		}
+		for i := len(d.services) - 1; i >= 0; i-- {
+			d.services[i].Stop()
+		}
+		d.closeStores()
+		d.log.Info("stopped")
+	})
+}
+
+func (d *Daemon) closeStores() {
+	if d.sandboxes != nil {
+		d.sandboxes.Close()
+	}
+	for _, c := range d.closers {
+		_ = c()
+	}
+	if err := d.store.Close(); err != nil {
+		d.log.Warn("store close", "err", err)
+	}
+	if err := d.blobs.Close(); err != nil {
+		d.log.Warn("blob store close", "err", err)
+	}
+}
+
+// Server returns the API server, so tests and later capabilities can add
+// routes.
+func (d *Daemon) Server() *api.Server { return d.server }

@@ -1,0 +1,70 @@
+package daemon
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/moby/moby/client"
+
+	"github.com/agentkernel/agentkernel/internal/blob"
+	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/sandbox"
+	"github.com/agentkernel/agentkernel/internal/sandbox/docker"
+	"github.com/agentkernel/agentkernel/internal/sandbox/process"
+	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// newSandboxManager builds the drivers and the lifecycle manager. Drivers
+// that cannot run here (no bwrap, no dockerd) are still registered: using
+// them answers 503 sandbox_unavailable with the reason, instead of the
+// daemon refusing to start.
+func newSandboxManager(cfg config.Config, st store.Store, blobs blob.Store, reg prometheus.Registerer, log *slog.Logger) (*sandbox.Manager, []func() error, error) {
+	guestBin := cfg.Sandbox.GuestBinary
+	if guestBin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, nil, fmt.Errorf("sandbox.guest_binary: cannot find this executable: %w", err)
+		}
+		guestBin = exe
+	}
+	if err := os.MkdirAll(cfg.ImagesDir(), 0o755); err != nil {
+		return nil, nil, fmt.Errorf("sandbox.images_dir %s: %w", cfg.ImagesDir(), err)
+	}
+	proc, err := process.New(process.Config{ImagesDir: cfg.ImagesDir(), Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("process driver: %w", err)
+	}
+	var dopts []client.Opt
+	if cfg.Sandbox.DockerHost != "" {
+		dopts = append(dopts, client.WithHost(cfg.Sandbox.DockerHost))
+	}
+	dock, err := docker.New(cfg.Sandbox.DockerImage, log, dopts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("docker driver: %w", err)
+	}
+	drivers := map[string]sandbox.Driver{process.Name: proc, docker.Name: dock}
+	m, err := sandbox.NewManager(sandbox.ManagerConfig{
+		Store:             st,
+		Blobs:             blobs,
+		Drivers:           drivers,
+		DefaultDriver:     cfg.Sandbox.Driver,
+		DefaultImages:     map[string]string{process.Name: cfg.Sandbox.Image},
+		DefaultNetwork:    cfg.Sandbox.Network,
+		DefaultLimits:     sandbox.Limits{MemoryMB: cfg.Sandbox.MemoryMB, Pids: cfg.Sandbox.Pids, CPUs: cfg.Sandbox.CPUs},
+		GuestBinary:       guestBin,
+		DataDir:           cfg.SandboxDataDir(),
+		RunDir:            cfg.SandboxRunDir(),
+		DefaultSleepAfter: cfg.Sandbox.SleepAfter.D(),
+		BackupTTL:         cfg.Sandbox.BackupTTL.D(),
+		ReapInterval:      cfg.Sandbox.ReapInterval.D(),
+		Log:               log,
+		Registry:          reg,
+	})
+	if err != nil {
+		dock.Close()
+		return nil, nil, err
+	}
+	return m, []func() error{dock.Close}, nil
+}

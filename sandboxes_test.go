@@ -1,0 +1,130 @@
+package agentkernel_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/agentkernel/agentkernel"
+	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
+)
+
+// TestSandboxRoundTripThroughSDK: create → exec → stop → start → exec with
+// the workspace intact, plus files and streaming, all through the public
+// API with the process driver.
+func TestSandboxRoundTripThroughSDK(t *testing.T) {
+	ctx := context.Background()
+	d := daemontest.Start(t)
+	c := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))
+
+	sb, err := c.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{Metadata: map[string]string{"team": "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.State != "active" || sb.Driver != "process" || !strings.HasPrefix(sb.ID, "sbx_") {
+		t.Fatalf("created: %+v", sb)
+	}
+	res, err := c.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Command: "echo hello > greeting && cat greeting && echo oops >&2; exit 3"})
+	if err != nil || res.ExitCode != 3 || res.Stdout != "hello\n" || res.Stderr != "oops\n" {
+		t.Fatalf("exec: %+v %v", res, err)
+	}
+	if err := c.Sandboxes.WriteFile(ctx, sb.ID, "dir/data.bin", bytes.NewReader([]byte{0, 1, 2, 255}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Sandboxes.Stop(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Sandboxes.Get(ctx, sb.ID); got.State != "cold" {
+		t.Fatalf("after stop: %s", got.State)
+	}
+	if got, err := c.Sandboxes.Start(ctx, sb.ID); err != nil || got.State != "active" {
+		t.Fatalf("start: %+v %v", got, err)
+	}
+	res, err = c.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Argv: []string{"cat", "/workspace/greeting"}})
+	if err != nil || res.Stdout != "hello\n" {
+		t.Fatalf("workspace lost across stop/start: %+v %v", res, err)
+	}
+	b, err := c.Sandboxes.ReadFile(ctx, sb.ID, "dir/data.bin")
+	if err != nil || !bytes.Equal(b, []byte{0, 1, 2, 255}) {
+		t.Fatalf("read file: %v %v", b, err)
+	}
+	var out, errOut bytes.Buffer
+	sres, err := c.Sandboxes.ExecStream(ctx, sb.ID, agentkernel.ExecParams{Command: "for i in 1 2 3; do echo $i; done; echo e >&2"}, &out, &errOut)
+	if err != nil || sres.ExitCode != 0 || out.String() != "1\n2\n3\n" || errOut.String() != "e\n" {
+		t.Fatalf("stream: %q %q %+v %v", out.String(), errOut.String(), sres, err)
+	}
+	res, err = c.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Argv: []string{"no-such-binary"}})
+	if err != nil || res.ExitCode != 127 {
+		t.Fatalf("missing binary: %+v %v", res, err)
+	}
+	bs, err := c.Sandboxes.Backups(ctx, sb.ID)
+	if err != nil || len(bs) != 1 || bs[0].Size == 0 || len(bs[0].SHA256) != 64 {
+		t.Fatalf("backups: %+v %v", bs, err)
+	}
+	if _, err := c.Sandboxes.Delete(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Command: "true"}); !isStatus(err, 409) {
+		t.Fatalf("exec on a destroyed sandbox: %v", err)
+	}
+}
+
+func TestSandboxBadInput(t *testing.T) {
+	ctx := context.Background()
+	d := daemontest.Start(t, func(c *config.Config) { c.Sandbox.MaxFileBytes = 1 << 20 })
+	admin := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))
+	sb, err := admin.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Unknown driver or image: 422 naming it.
+	if _, err := admin.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{Driver: "vmware"}); !isStatus(err, 422) || !strings.Contains(err.Error(), "vmware") {
+		t.Fatalf("unknown driver: %v", err)
+	}
+	if _, err := admin.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{Image: "nope"}); !isStatus(err, 422) || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("unknown image: %v", err)
+	}
+	if _, err := admin.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{SleepAfter: "soon"}); !isStatus(err, 422) || !strings.Contains(err.Error(), "sleep_after") {
+		t.Fatalf("bad sleep_after: %v", err)
+	}
+	// Path traversal: literal and encoded dots are refused before anything is read.
+	for _, p := range []string{"/v1/sandboxes/" + sb.ID + "/files/a/%2e%2e/%2e%2e/etc/passwd", "/v1/sandboxes/" + sb.ID + "/files/%2E%2E%2Fescape"} {
+		code, body := call(t, "GET", d.URL+p, d.AdminKey, "")
+		if typ, msg := errType(body); code != 400 || typ != "invalid_request_error" || !strings.Contains(msg, "..") {
+			t.Fatalf("%s: %d %v", p, code, body)
+		}
+	}
+	// A symlink in the workspace pointing out is not followed.
+	if res, err := admin.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Command: "ln -s /etc escape"}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("ln: %+v %v", res, err)
+	}
+	if _, err := admin.Sandboxes.ReadFile(ctx, sb.ID, "escape/hostname"); err == nil {
+		t.Fatal("read through a symlink pointing out of /workspace")
+	}
+	// Another tenant's sandbox answers 404.
+	tn, _ := admin.Tenants.Create(ctx, agentkernel.TenantCreateParams{Name: "other"})
+	k, _ := admin.Keys.Create(ctx, agentkernel.KeyCreateParams{Name: "o", TenantID: tn.ID})
+	other := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(k.Secret))
+	if _, err := other.Sandboxes.Get(ctx, sb.ID); !agentkernel.IsNotFound(err) {
+		t.Fatalf("other tenant get: %v", err)
+	}
+	if _, err := other.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Command: "true"}); !agentkernel.IsNotFound(err) {
+		t.Fatalf("other tenant exec: %v", err)
+	}
+	if list, err := other.Sandboxes.List(ctx, ""); err != nil || len(list) != 0 {
+		t.Fatalf("other tenant list: %v %v", list, err)
+	}
+	// Exec without a command, and an oversized file.
+	if _, err := admin.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{}); !isStatus(err, 400) || !strings.Contains(err.Error(), "command") {
+		t.Fatalf("empty exec: %v", err)
+	}
+	big := bytes.NewReader(make([]byte, d.Config.Sandbox.MaxFileBytes+1))
+	if err := admin.Sandboxes.WriteFile(ctx, sb.ID, "big", big, 0); !isStatus(err, 413) || !strings.Contains(err.Error(), "max_file_bytes") {
+		t.Fatalf("oversized file: %v", err)
+	}
+	if _, err := admin.Sandboxes.List(ctx, "sleeping"); !isStatus(err, 400) {
+		t.Fatalf("bad state filter: %v", err)
+	}
+}
