@@ -347,8 +347,10 @@ func (m *Manager) driverNames() string {
 	return s
 }
 
-func (m *Manager) workspaceDir(id string) string { return filepath.Join(m.cfg.DataDir, id, "workspace") }
-func (m *Manager) runDir(id string) string       { return filepath.Join(m.cfg.RunDir, id) }
+func (m *Manager) workspaceDir(id string) string {
+	return filepath.Join(m.cfg.DataDir, id, "workspace")
+}
+func (m *Manager) runDir(id string) string { return filepath.Join(m.cfg.RunDir, id) }
 
 // WorkspaceDir is the host directory of a sandbox's /workspace (tests,
 // benchmarks).
