@@ -100,6 +100,42 @@ func (m *Main) usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'agentkernel <command> -h' for a command's flags.")
 }
 
+// reorder moves flags (and their values) before the positional arguments.
+func reorder(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue // unknown: let Parse report it
+		}
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	if len(pos) > 0 && pos[0] != "--" {
+		pos = append([]string{"--"}, pos...)
+	}
+	return append(flags, pos...)
+}
+
 func (m *Main) getenv(k string) string {
 	for i := len(m.Environ) - 1; i >= 0; i-- {
 		if key, v, ok := strings.Cut(m.Environ[i], "="); ok && key == k {
@@ -120,9 +156,12 @@ func (m *Main) newFlagSet(name, usage string) *flag.FlagSet {
 	return fs
 }
 
-// parse parses flags, mapping flag errors to usage errors.
+// parse parses flags wherever they appear among the positional arguments
+// (`sandbox get ID --json` works as well as `sandbox get --json ID`);
+// everything after a literal "--" is positional. Flag errors are usage
+// errors.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(reorder(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}

@@ -61,6 +61,7 @@ func newSandboxManager(cfg config.Config, st store.Store, blobs blob.Store, reg 
 		ReapInterval:      cfg.Sandbox.ReapInterval.D(),
 		Log:               log,
 		Registry:          reg,
+		Faults:            sandboxFaults(cfg.Home),
 	})
 	if err != nil {
 		dock.Close()

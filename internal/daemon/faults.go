@@ -1,0 +1,9 @@
+//go:build !failpoints
+
+package daemon
+
+import "github.com/agentkernel/agentkernel/internal/sandbox"
+
+// sandboxFaults is nil in production builds; crash tests build with
+// -tags failpoints to inject a hang at a chosen point.
+func sandboxFaults(string) *sandbox.Faults { return nil }
