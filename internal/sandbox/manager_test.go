@@ -36,12 +36,28 @@ type env struct {
 	faults *sandbox.Faults
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvTB(t) }
+
+func newBenchEnv(b *testing.B) *env { return newEnvTB(b) }
+
+func newEnvTB(t testing.TB) *env {
 	t.Helper()
-	guestOnce.Do(func() { guestBin = sandboxtest.BuildGuest(&testing.B{}) })
-	if guestBin == "" {
-		guestBin = sandboxtest.BuildGuest(t)
-	}
+	guestOnce.Do(func() {
+		// Outlives the first test: every test and benchmark reuses it.
+		dir, err := os.MkdirTemp("", "akguest")
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := sandboxtest.BuildGuest(t)
+		guestBin = filepath.Join(dir, "guest")
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(guestBin, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	})
 	ctx := context.Background()
 	home := t.TempDir()
 	st, err := sqlite.Open(ctx, filepath.Join(home, "state.db"))
