@@ -3,6 +3,8 @@ package agentkernel_test
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -62,6 +64,23 @@ func TestSandboxRoundTripThroughSDK(t *testing.T) {
 	bs, err := c.Sandboxes.Backups(ctx, sb.ID)
 	if err != nil || len(bs) != 1 || bs[0].Size == 0 || len(bs[0].SHA256) != 64 {
 		t.Fatalf("backups: %+v %v", bs, err)
+	}
+	resp, err := http.Get(d.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`agentkernel_sandboxes{driver="process",state="active"} 1`,
+		`agentkernel_sandbox_warmup_duration_seconds_count{driver="process"} 2`,
+		`agentkernel_sandbox_snapshot_duration_seconds_count{driver="process"} 1`,
+		`agentkernel_sandbox_snapshot_bytes_total{driver="process"}`,
+		`agentkernel_sandbox_hibernations_total{driver="process",reason="requested"} 1`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 	if _, err := c.Sandboxes.Delete(ctx, sb.ID); err != nil {
 		t.Fatal(err)
