@@ -85,7 +85,9 @@ func buildCreate(spec sandbox.Spec, image string) (*createOptions, error) {
 	cfg := &container.Config{
 		Image:      image,
 		Entrypoint: []string{sandbox.GuestBinaryPath},
-		Cmd:        []string{"--state-dir", guestStateDir},
+		// "guest" selects the subcommand of the agentkernel binary (and is
+		// accepted by the stand-alone guest build too).
+		Cmd:        []string{"guest", "--state-dir", guestStateDir},
 		Env:        env,
 		WorkingDir: sandbox.WorkspacePath,
 		Labels:     labels,
