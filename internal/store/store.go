@@ -16,6 +16,7 @@ type Store interface {
 	SessionStore
 	TenantStore
 	SandboxStore
+	ObjectStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.
