@@ -34,6 +34,16 @@ type Sandbox struct {
 	LastActivityAt time.Time         `json:"last_activity_at"`
 	StartedAt      *time.Time        `json:"started_at,omitempty"`
 	DestroyedAt    *time.Time        `json:"destroyed_at,omitempty"`
+	// Runtime is the driver's view of the running instance (Get only).
+	Runtime *SandboxRuntime `json:"runtime,omitempty"`
+}
+
+// SandboxRuntime says whether the instance runs and how its limits were
+// enforced ("cgroup", "rlimit", "docker" or "none").
+type SandboxRuntime struct {
+	Running       bool              `json:"running"`
+	LimitsApplied string            `json:"limits_applied"`
+	Detail        map[string]string `json:"detail,omitempty"`
 }
 
 // SandboxLimits are resource limits; zero means none.

@@ -21,9 +21,14 @@ func TestSandboxRoundTripThroughSDK(t *testing.T) {
 	d := daemontest.Start(t)
 	c := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))
 
-	sb, err := c.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{Metadata: map[string]string{"team": "a"}})
+	sb, err := c.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{Metadata: map[string]string{"team": "a"},
+		Limits: &agentkernel.SandboxLimits{MemoryMB: 256, Pids: 128}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got, err := c.Sandboxes.Get(ctx, sb.ID); err != nil || got.Runtime == nil || !got.Runtime.Running ||
+		(got.Runtime.LimitsApplied != "cgroup" && got.Runtime.LimitsApplied != "rlimit") {
+		t.Fatalf("inspect: %+v %v", got.Runtime, err)
 	}
 	if sb.State != "active" || sb.Driver != "process" || !strings.HasPrefix(sb.ID, "sbx_") {
 		t.Fatalf("created: %+v", sb)

@@ -29,6 +29,14 @@ type sandboxJSON struct {
 	LastActivityAt time.Time         `json:"last_activity_at"`
 	StartedAt      *time.Time        `json:"started_at,omitempty"`
 	DestroyedAt    *time.Time        `json:"destroyed_at,omitempty"`
+	// Runtime is the driver's view of a running instance (GET only).
+	Runtime *runtimeJSON `json:"runtime,omitempty"`
+}
+
+type runtimeJSON struct {
+	Running       bool              `json:"running"`
+	LimitsApplied string            `json:"limits_applied"`
+	Detail        map[string]string `json:"detail,omitempty"`
 }
 
 func toSandboxJSON(in *sandbox.Info) sandboxJSON {
@@ -178,7 +186,11 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sandboxError(id, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, toSandboxJSON(in))
+	out := toSandboxJSON(in)
+	if st, err := s.sandboxes.Inspect(r.Context(), PrincipalFrom(r.Context()).TenantID, id); err == nil && st != nil {
+		out.Runtime = &runtimeJSON{Running: st.Running, LimitsApplied: st.LimitsApplied, Detail: st.Detail}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) sandboxOp(op func(r *http.Request, tenant, id string) (*sandbox.Info, error)) http.HandlerFunc {

@@ -257,3 +257,28 @@ func (m *Manager) Destroy(ctx context.Context, tenantID, id string) (*Info, erro
 }
 
 func (m *Manager) faults() *Faults { return m.cfg.Faults }
+
+// Inspect asks the driver about the running instance (nil Status when the
+// sandbox is not running): whether it runs and how limits were applied.
+func (m *Manager) Inspect(ctx context.Context, tenantID, id string) (*Status, error) {
+	sb, err := m.load(ctx, tenantID, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(sb.Handle) == 0 {
+		return nil, nil
+	}
+	var h Handle
+	if err := json.Unmarshal(sb.Handle, &h); err != nil {
+		return nil, fmt.Errorf("sandbox %s: bad handle: %w", id, err)
+	}
+	d, ok := m.cfg.Drivers[h.Driver]
+	if !ok {
+		return nil, fmt.Errorf("sandbox %s: %w %q", id, ErrUnknownDriver, h.Driver)
+	}
+	st, err := d.Inspect(ctx, &h)
+	if errors.Is(err, ErrGone) {
+		return &Status{Running: false}, nil
+	}
+	return st, err
+}
