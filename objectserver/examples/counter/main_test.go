@@ -1,0 +1,18 @@
+package main
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/agentkernel/agentkernel/objectserver/objectservertest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestCounter(t *testing.T) {
+	srv := httptest.NewServer(newServer())
+	defer srv.Close()
+	objectservertest.Counter(t, srv.URL)
+}
