@@ -17,6 +17,7 @@ type Store interface {
 	TenantStore
 	SandboxStore
 	ObjectStore
+	ManagedStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.

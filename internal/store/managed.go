@@ -1,0 +1,183 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// This file holds the storage of the Managed Agents API (agents,
+// environments, sessions and their events) and the run rows of the turn
+// loop. Resource bodies are kept as JSON documents in the SDK's wire shape
+// (the API layer owns the shape); the store owns identity, versions,
+// timestamps, ordering and the facts session status is derived from.
+
+// Agent is one version of an agent. Updating an agent writes a new version;
+// every version stays readable.
+type Agent struct {
+	ID       string
+	TenantID string
+	Version  int64
+	// Doc is the agent body (name, model, system, tools, …) without id,
+	// version and timestamps.
+	Doc        json.RawMessage
+	ArchivedAt *time.Time
+	CreatedAt  time.Time // of the agent (version 1)
+	UpdatedAt  time.Time // of this version
+}
+
+// Environment is a sandbox configuration sessions run in.
+type Environment struct {
+	ID         string
+	TenantID   string
+	Doc        json.RawMessage
+	ArchivedAt *time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// ManagedSession is a Managed Agents session. Its status is derived
+// (seed 000): terminated when TerminatedAt is set; running while a run row
+// exists; rescheduling while recovery owns the turn; else idle.
+type ManagedSession struct {
+	ID            string
+	TenantID      string
+	AgentID       string
+	AgentVersion  int64
+	EnvironmentID string
+	// Doc holds the rest of the session body (title, metadata, resources, …).
+	Doc json.RawMessage
+	// SandboxID is the session's sandbox, once its first tool call made one.
+	SandboxID string
+	// Usage is the JSON of cumulative token usage.
+	Usage json.RawMessage
+	// ProcessedSeq is the queue cursor: user events with Seq > ProcessedSeq
+	// have not been taken by a turn yet.
+	ProcessedSeq int64
+	// StopReason is the JSON of the last session.status_idle stop reason.
+	StopReason   json.RawMessage
+	TerminatedAt *time.Time
+	ArchivedAt   *time.Time
+	Version      int64
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// NewEvent is an event to append. ID is generated ("sevt_…") when empty.
+type NewEvent struct {
+	ID   string
+	Type string
+	// Data is the full event JSON as the API returns it (it may omit id and
+	// processed_at; the API fills them from the row).
+	Data json.RawMessage
+}
+
+// SessionEvent is a stored event. Seq is 1-based and dense per session.
+type SessionEvent struct {
+	SessionID string
+	Seq       int64
+	ID        string
+	Type      string
+	Data      json.RawMessage
+	CreatedAt time.Time
+}
+
+// ListEventsParams pages through a session's events in Seq order.
+type ListEventsParams struct {
+	SessionID string
+	AfterSeq  int64
+	// BeforeSeq, when > 0, returns events with Seq < BeforeSeq (newest
+	// first is the API's business: the store always returns ascending).
+	BeforeSeq int64
+	Limit     int
+	// Types, when set, keeps only these event types.
+	Types []string
+}
+
+// ListResourcesParams pages through a tenant's agents, environments or
+// sessions by id (ids are time-ordered). AfterID/BeforeID are exclusive.
+type ListResourcesParams struct {
+	TenantID        string
+	AfterID         string
+	BeforeID        string
+	Limit           int
+	IncludeArchived bool
+	// AgentID filters sessions by agent (sessions only).
+	AgentID string
+	// Descending lists newest first.
+	Descending bool
+}
+
+// RunRow is the fact that a turn is running (seed 000: status is running
+// while the run row exists). At most one per session.
+type RunRow struct {
+	SessionID string
+	// TurnSeq is the Seq of the user event that started the turn.
+	TurnSeq int64
+	// Owner identifies the live turn: node id and boot id.
+	Owner          string
+	LeaseExpiresAt time.Time
+	// Recovering is set while recovery owns the turn (status rescheduling).
+	Recovering bool
+	// RecoveryAttempts counts recoveries that made no progress.
+	RecoveryAttempts int64
+	// LastProgressSeq is the session's last event Seq when the turn last
+	// made progress (recovery resets its count when it moved).
+	LastProgressSeq int64
+	StartedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// ManagedStore holds the Managed Agents resources.
+type ManagedStore interface {
+	CreateAgent(ctx context.Context, a *Agent) (*Agent, error)
+	// UpdateAgent writes version expectedVersion+1 with doc; a stale
+	// expectedVersion → ErrVersionMismatch; archived → ErrConflict.
+	UpdateAgent(ctx context.Context, id string, expectedVersion int64, doc json.RawMessage) (*Agent, error)
+	// GetAgent returns version (0 = latest).
+	GetAgent(ctx context.Context, id string, version int64) (*Agent, error)
+	// ListAgents lists the latest version of each agent.
+	ListAgents(ctx context.Context, p ListResourcesParams) ([]*Agent, error)
+	// ListAgentVersions lists every version, newest first.
+	ListAgentVersions(ctx context.Context, id string) ([]*Agent, error)
+	ArchiveAgent(ctx context.Context, id string, at time.Time) (*Agent, error)
+
+	CreateEnvironment(ctx context.Context, e *Environment) (*Environment, error)
+	GetEnvironment(ctx context.Context, id string) (*Environment, error)
+	UpdateEnvironment(ctx context.Context, id string, doc json.RawMessage) (*Environment, error)
+	ListEnvironments(ctx context.Context, p ListResourcesParams) ([]*Environment, error)
+	ArchiveEnvironment(ctx context.Context, id string, at time.Time) (*Environment, error)
+	DeleteEnvironment(ctx context.Context, id string) error
+
+	CreateManagedSession(ctx context.Context, s *ManagedSession) (*ManagedSession, error)
+	GetManagedSession(ctx context.Context, id string) (*ManagedSession, error)
+	// UpdateManagedSession writes every mutable field (all but ID, TenantID,
+	// AgentID, AgentVersion, EnvironmentID, CreatedAt) if Version matches;
+	// mismatch → ErrVersionMismatch, nothing written.
+	UpdateManagedSession(ctx context.Context, s *ManagedSession) (*ManagedSession, error)
+	ListManagedSessions(ctx context.Context, p ListResourcesParams) ([]*ManagedSession, error)
+	// DeleteManagedSession removes the session, its events and its run row.
+	DeleteManagedSession(ctx context.Context, id string) error
+
+	// AppendEvents appends in order, atomically, with dense Seq, and returns
+	// the stored events. Unknown session → ErrNotFound.
+	AppendEvents(ctx context.Context, sessionID string, events []NewEvent) ([]SessionEvent, error)
+	ListEvents(ctx context.Context, p ListEventsParams) ([]SessionEvent, error)
+	GetEvent(ctx context.Context, sessionID, eventID string) (*SessionEvent, error)
+	// LastEventSeq returns the session's newest Seq (0 when none).
+	LastEventSeq(ctx context.Context, sessionID string) (int64, error)
+
+	// InsertRunRow creates the session's run row; ErrAlreadyExists when one
+	// exists (one turn at a time).
+	InsertRunRow(ctx context.Context, r *RunRow) (*RunRow, error)
+	GetRunRow(ctx context.Context, sessionID string) (*RunRow, error)
+	// UpdateRunRow writes Owner, LeaseExpiresAt, Recovering,
+	// RecoveryAttempts and LastProgressSeq if the stored Owner equals
+	// expectedOwner; otherwise ErrConflict (another turn owns it).
+	UpdateRunRow(ctx context.Context, r *RunRow, expectedOwner string) (*RunRow, error)
+	// DeleteRunRow deletes the row if owned by owner (ErrConflict
+	// otherwise; ErrNotFound when there is none).
+	DeleteRunRow(ctx context.Context, sessionID, owner string) error
+	// ListRunRows lists every run row (recovery sweeps them).
+	ListRunRows(ctx context.Context) ([]*RunRow, error)
+}

@@ -1,0 +1,117 @@
+package postgres
+
+import (
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+// Column lists the managed scanners read, in order.
+const (
+	agentCols       = `id, tenant_id, version, doc, archived_at, created_at, updated_at`
+	environmentCols = `id, tenant_id, doc, archived_at, created_at, updated_at`
+	mSessionCols    = `id, tenant_id, agent_id, agent_version, environment_id, doc, sandbox_id, usage,
+	processed_seq, stop_reason, terminated_at, archived_at, version, created_at, updated_at`
+	eventCols  = `session_id, seq, id, type, data, created_at`
+	runRowCols = `session_id, turn_seq, owner, lease_expires_at, recovering, recovery_attempts,
+	last_progress_seq, started_at, updated_at`
+)
+
+func scanAgent(row pgx.Row) (*store.Agent, error) {
+	var (
+		a   store.Agent
+		doc []byte
+	)
+	if err := row.Scan(&a.ID, &a.TenantID, &a.Version, &doc, &a.ArchivedAt, &a.CreatedAt, &a.UpdatedAt); err != nil {
+		return nil, err
+	}
+	a.Doc = rawOrNil(doc)
+	a.ArchivedAt = utcPtr(a.ArchivedAt)
+	a.CreatedAt, a.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
+	return &a, nil
+}
+
+func scanEnvironment(row pgx.Row) (*store.Environment, error) {
+	var (
+		e   store.Environment
+		doc []byte
+	)
+	if err := row.Scan(&e.ID, &e.TenantID, &doc, &e.ArchivedAt, &e.CreatedAt, &e.UpdatedAt); err != nil {
+		return nil, err
+	}
+	e.Doc = rawOrNil(doc)
+	e.ArchivedAt = utcPtr(e.ArchivedAt)
+	e.CreatedAt, e.UpdatedAt = e.CreatedAt.UTC(), e.UpdatedAt.UTC()
+	return &e, nil
+}
+
+func scanManagedSession(row pgx.Row) (*store.ManagedSession, error) {
+	var (
+		m                      store.ManagedSession
+		doc, usage, stopReason []byte
+	)
+	if err := row.Scan(&m.ID, &m.TenantID, &m.AgentID, &m.AgentVersion, &m.EnvironmentID, &doc, &m.SandboxID,
+		&usage, &m.ProcessedSeq, &stopReason, &m.TerminatedAt, &m.ArchivedAt, &m.Version, &m.CreatedAt, &m.UpdatedAt); err != nil {
+		return nil, err
+	}
+	m.Doc, m.Usage, m.StopReason = rawOrNil(doc), rawOrNil(usage), rawOrNil(stopReason)
+	m.TerminatedAt, m.ArchivedAt = utcPtr(m.TerminatedAt), utcPtr(m.ArchivedAt)
+	m.CreatedAt, m.UpdatedAt = m.CreatedAt.UTC(), m.UpdatedAt.UTC()
+	return &m, nil
+}
+
+func scanEvent(row pgx.Row) (store.SessionEvent, error) {
+	var (
+		ev   store.SessionEvent
+		data []byte
+	)
+	if err := row.Scan(&ev.SessionID, &ev.Seq, &ev.ID, &ev.Type, &data, &ev.CreatedAt); err != nil {
+		return ev, err
+	}
+	ev.Data = rawOrNil(data)
+	ev.CreatedAt = ev.CreatedAt.UTC()
+	return ev, nil
+}
+
+func scanRunRow(row pgx.Row) (*store.RunRow, error) {
+	var r store.RunRow
+	if err := row.Scan(&r.SessionID, &r.TurnSeq, &r.Owner, &r.LeaseExpiresAt, &r.Recovering, &r.RecoveryAttempts,
+		&r.LastProgressSeq, &r.StartedAt, &r.UpdatedAt); err != nil {
+		return nil, err
+	}
+	r.LeaseExpiresAt = r.LeaseExpiresAt.UTC()
+	r.StartedAt, r.UpdatedAt = r.StartedAt.UTC(), r.UpdatedAt.UTC()
+	return &r, nil
+}
+
+// collect scans every row with scan; an empty result is an empty slice.
+func collect[T any](rows pgx.Rows, what string, scan func(pgx.Row) (T, error)) ([]T, error) {
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) { return scan(row) })
+	if err != nil {
+		return nil, mapErr("list "+what, err)
+	}
+	if out == nil {
+		out = []T{}
+	}
+	return out, nil
+}
+
+// resourcePage renders what every resource listing shares: the exclusive
+// id window, the direction and the limit. first is the number of the first
+// of its three $N parameters (the caller's own come before); it returns the
+// WHERE fragment, the ORDER BY … LIMIT tail and their arguments.
+func resourcePage(p store.ListResourcesParams, first int) (where, tail string, args []any) {
+	var limit *int
+	if p.Limit > 0 {
+		limit = &p.Limit
+	}
+	dir := "ASC"
+	if p.Descending {
+		dir = "DESC"
+	}
+	where = fmt.Sprintf(` AND ($%[1]d::text = '' OR id > $%[1]d) AND ($%[2]d::text = '' OR id < $%[2]d)`, first, first+1)
+	tail = fmt.Sprintf(` ORDER BY id %s LIMIT $%d`, dir, first+2)
+	return where, tail, []any{p.AfterID, p.BeforeID, limit}
+}

@@ -1,0 +1,148 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentkernel/agentkernel/internal/ids"
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+// newEventRow is one validated event of a batch.
+type newEventRow struct{ id, typ, data string }
+
+// validateEvents fills in ids and checks types and JSON. A batch that names
+// one id twice is refused whole (ErrAlreadyExists), as a repeat of a stored
+// id is.
+func validateEvents(sessionID string, events []store.NewEvent) ([]newEventRow, error) {
+	out := make([]newEventRow, len(events))
+	seen := make(map[string]int, len(events))
+	for i, ev := range events {
+		id := ev.ID
+		if id == "" {
+			id = ids.New("sevt")
+		}
+		if ev.Type == "" {
+			return nil, fmt.Errorf("session %s: event %d (%s): Type is empty: %w", sessionID, i, id, store.ErrInvalid)
+		}
+		data, err := jsonObject(fmt.Sprintf("session %s: event %d (%s): Data", sessionID, i, id), ev.Data, "{}")
+		if err != nil {
+			return nil, err
+		}
+		if j, dup := seen[id]; dup {
+			return nil, fmt.Errorf("session %s: events %d and %d share id %q: %w", sessionID, j, i, id, store.ErrAlreadyExists)
+		}
+		seen[id] = i
+		out[i] = newEventRow{id: id, typ: ev.Type, data: data}
+	}
+	return out, nil
+}
+
+// AppendEvents implements store.ManagedStore. The session's last_seq
+// counter is advanced by the whole batch first; SQLite's single writer
+// makes the batch's Seq range contiguous and the whole append atomic.
+func (s *Store) AppendEvents(ctx context.Context, sessionID string, events []store.NewEvent) ([]store.SessionEvent, error) {
+	rows, err := validateEvents(sessionID, events)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.SessionEvent, len(rows))
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		var last int64
+		err := tx.QueryRowContext(ctx, `UPDATE managed_sessions SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq`,
+			len(rows), sessionID).Scan(&last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: advance events of session %q: %w", sessionID, err)
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO session_events (session_id, seq, id, type, data, created_at)
+			VALUES (?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return fmt.Errorf("sqlite: prepare event insert: %w", err)
+		}
+		defer ins.Close()
+		now := s.timestamp()
+		first := last - int64(len(rows)) + 1
+		for i, r := range rows {
+			seq := first + int64(i)
+			if _, err := ins.ExecContext(ctx, sessionID, seq, r.id, r.typ, r.data, micros(now)); err != nil {
+				if s.drv.isUnique(err) {
+					return fmt.Errorf("session %q: event %q: %w", sessionID, r.id, store.ErrAlreadyExists)
+				}
+				return fmt.Errorf("sqlite: insert event %q of session %q: %w", r.id, sessionID, err)
+			}
+			out[i] = store.SessionEvent{SessionID: sessionID, Seq: seq, ID: r.id, Type: r.typ,
+				Data: []byte(r.data), CreatedAt: now}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ListEvents implements store.ManagedStore: ascending Seq. An unknown
+// session is ErrNotFound, a session without (matching) events an empty
+// slice.
+func (s *Store) ListEvents(ctx context.Context, p store.ListEventsParams) ([]store.SessionEvent, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	q := `SELECT ` + eventCols + ` FROM session_events WHERE session_id = ? AND seq > ? AND (? <= 0 OR seq < ?)`
+	args := []any{p.SessionID, p.AfterSeq, p.BeforeSeq, p.BeforeSeq}
+	if len(p.Types) > 0 {
+		q += ` AND type IN (?` + strings.Repeat(`, ?`, len(p.Types)-1) + `)`
+		for _, t := range p.Types {
+			args = append(args, t)
+		}
+	}
+	rows, err := s.read.QueryContext(ctx, q+` ORDER BY seq LIMIT ?`, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list events of session %q: %w", p.SessionID, err)
+	}
+	out, err := collect(rows, "events", scanEvent)
+	if err != nil || len(out) > 0 {
+		return out, err
+	}
+	if _, err := s.LastEventSeq(ctx, p.SessionID); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GetEvent implements store.ManagedStore.
+func (s *Store) GetEvent(ctx context.Context, sessionID, eventID string) (*store.SessionEvent, error) {
+	ev, err := scanEvent(s.read.QueryRowContext(ctx, `SELECT `+eventCols+` FROM session_events
+		WHERE session_id = ? AND id = ?`, sessionID, eventID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("session %q: event %q: %w", sessionID, eventID, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get event %q of session %q: %w", eventID, sessionID, err)
+	}
+	return &ev, nil
+}
+
+// LastEventSeq implements store.ManagedStore from the session's counter,
+// which equals its newest Seq because Seq is dense.
+func (s *Store) LastEventSeq(ctx context.Context, sessionID string) (int64, error) {
+	var last int64
+	err := s.read.QueryRowContext(ctx, `SELECT last_seq FROM managed_sessions WHERE id = ?`, sessionID).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: last event of session %q: %w", sessionID, err)
+	}
+	return last, nil
+}
