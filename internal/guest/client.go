@@ -53,6 +53,8 @@ type Error struct {
 	Status  int
 	Code    string
 	Message string
+	// Op is the op's state when Code is op_exists (ErrOpExists).
+	Op *OpStatus
 }
 
 func (e *Error) Error() string {
@@ -74,6 +76,8 @@ func (e *Error) Is(target error) bool {
 		return e.Code == codeNotEmpty
 	case ErrEscapesWorkspace:
 		return e.Code == codeEscapesWorkspace
+	case ErrOpExists:
+		return e.Code == codeOpExists
 	}
 	return false
 }
@@ -116,7 +120,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in a
 		if json.Unmarshal(raw, &eb) != nil || eb.Error == "" {
 			eb = errorBody{Error: strings.TrimSpace(string(raw)), Code: codeInternal}
 		}
-		return nil, &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error}
+		return nil, &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error, Op: eb.Op}
 	}
 	return resp, nil
 }

@@ -26,6 +26,9 @@
 //	POST /exec                       ExecRequest → NDJSON stream of ExecFrame:
 //	                                   {"stream":"stdout","data":"<base64>"} … then
 //	                                   {"exit_code":N,"duration_ms":N,"timed_out":bool}
+//	                                   (with op_id: 409 op_exists + {"op":OpStatus} if seen before)
+//	GET  /ops/{op_id}?wait_ms=N      → OpStatus {"op_id","state","result"}; waits up to N ms
+//	                                   for a running op to end
 //	POST /processes                  ExecRequest → ProcessInfo (201); runs in background
 //	GET  /processes                  → [ProcessInfo]
 //	GET  /processes/{id}             → ProcessInfo
@@ -52,6 +55,24 @@
 // Background output goes to files in the guest's state dir
 // (/.agentkernel/state, a tmpfs) and is read by offset, so a slow reader
 // never blocks the process.
+//
+// # Op records
+//
+// An exec with an op_id (^op_[0-9a-f]{16,64}$, the op journal's id of the
+// tool call, seed 003) is recorded in /workspace/.agentkernel/ops/<op_id>/:
+// "accepted" is written and fsynced (file and directories) before the
+// command starts, and result.json (exit code, timed_out, duration, the
+// first MiB of stdout and stderr with truncated flags) is written
+// atomically when it ends, before the last frame is sent. The workspace is
+// snapshotted with hibernation and restored with the sandbox, so the
+// records outlive the guest. The same op id is never run twice: a second
+// exec gets 409 op_exists with the op's state. Such an exec is not killed
+// when its client goes away: it runs on (bounded by its timeout) so its
+// result is recorded, and recovery reattaches with GET /ops/{op_id}.
+// State "accepted_gone" (accepted, not running here, no result) means the
+// command died with an earlier guest and may have had its effect.
+// /workspace/.agentkernel is the runtime's: the files API leaves it out of
+// the listing of /workspace (it stays readable by path).
 //
 // # PID 1
 //

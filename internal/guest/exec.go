@@ -19,13 +19,29 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if req.OpID != "" {
+		if err := validOpID(req.OpID); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
 	cmd, err := s.command(req)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	// A journalled op is recorded as accepted before anything can start.
+	var rec *opRun
+	if req.OpID != "" {
+		if err := s.ops.accept(req.OpID, cmd); err != nil {
+			writeError(w, err)
+			return
+		}
+		rec = &opRun{id: req.OpID, ops: s.ops, now: s.cfg.Now}
+	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
+		rec.abandon()
 		writeError(w, err)
 		return
 	}
@@ -33,6 +49,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		outR.Close()
 		outW.Close()
+		rec.abandon()
 		writeError(w, err)
 		return
 	}
@@ -43,6 +60,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		outR.Close()
 		errR.Close()
+		rec.abandon()
 		writeError(w, err)
 		return
 	}
@@ -51,7 +69,12 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
 	flusher, _ := w.(http.Flusher)
+	clientGone := false
 	send := func(f ExecFrame) {
+		rec.capture(f)
+		if clientGone {
+			return
+		}
 		_ = enc.Encode(f)
 		if flusher != nil {
 			flusher.Flush()
@@ -61,7 +84,9 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		outR.Close()
 		errR.Close()
 		send(ExecFrame{Stream: "stderr", Data: []byte(msg)})
-		send(ExecFrame{ExitCode: &code, DurationMS: time.Since(begin).Milliseconds()})
+		end := ExecFrame{ExitCode: &code, DurationMS: time.Since(begin).Milliseconds()}
+		rec.finish(end)
+		send(end)
 		return
 	}
 	s.trackExec(ch.pid, true)
@@ -92,6 +117,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	}
 	var grace <-chan time.Time
 	pumpsDoneC := pumpsDone
+	clientDone := r.Context().Done()
 	exited, drained, timedOut := false, false, false
 	for !exited || !drained {
 		select {
@@ -112,15 +138,24 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		case <-timeout:
 			timedOut = true
 			killGroup(ch.pid, sigKill)
-		case <-r.Context().Done():
-			// The client went away: nobody reads the result.
-			killGroup(ch.pid, sigKill)
-			s.log.Info("exec cancelled by client", "pid", ch.pid)
-			return
+		case <-clientDone:
+			if rec == nil {
+				// Nobody reads the result.
+				killGroup(ch.pid, sigKill)
+				s.log.Info("exec cancelled by client", "pid", ch.pid)
+				return
+			}
+			// A journalled op runs on so that its result is recorded:
+			// recovery reattaches through GET /ops/{op_id}.
+			clientGone, clientDone = true, nil
+			s.log.Info("exec client went away; op runs on", "pid", ch.pid, "op_id", rec.id)
 		}
 	}
 	exit := ch.exitCode()
-	send(ExecFrame{ExitCode: &exit, DurationMS: time.Since(begin).Milliseconds(), TimedOut: timedOut})
+	end := ExecFrame{ExitCode: &exit, DurationMS: time.Since(begin).Milliseconds(), TimedOut: timedOut}
+	// The result is durable before the client hears the command ended.
+	rec.finish(end)
+	send(end)
 }
 
 // pump forwards chunks read from f as frames until EOF or quit.

@@ -177,6 +177,10 @@ func (s *Server) handleListDir(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]FileInfo, 0, len(entries))
 	for _, e := range entries {
+		// The runtime's own records (op journal) are not the agent's files.
+		if t.path == s.cfg.WorkDir && e.Name() == runtimeDirName {
+			continue
+		}
 		// Lstat through the same tree, not e.Info(): that would stat by
 		// host path name, outside the root.
 		fi, err := t.fsys.Lstat(t.join(e.Name()))

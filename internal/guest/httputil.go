@@ -18,6 +18,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeError maps err to a status and code.
 func writeError(w http.ResponseWriter, err error) {
+	if oc := (*opConflict)(nil); errors.As(err, &oc) {
+		writeJSON(w, http.StatusConflict, errorBody{Error: err.Error(), Code: codeOpExists, Op: &oc.status})
+		return
+	}
 	status, code := http.StatusInternalServerError, codeInternal
 	switch {
 	case errors.Is(err, errBadRequest):

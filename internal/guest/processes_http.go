@@ -13,6 +13,10 @@ func (s *Server) handleStartProcess(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if req.OpID != "" {
+		writeError(w, fmt.Errorf("%w: op_id is only taken by POST /exec", errBadRequest))
+		return
+	}
 	info, err := s.procs.start(req)
 	if err != nil {
 		writeError(w, err)

@@ -61,6 +61,7 @@ type Server struct {
 	started time.Time
 	reaper  *reaper
 	procs   *processTable
+	ops     *opTable
 	handler http.Handler
 
 	// execs tracks running exec'd commands so shutdown can kill them.
@@ -108,6 +109,7 @@ func NewServer(cfg Config) (*Server, error) {
 		s.self = self
 	}
 	s.procs = newProcessTable(s)
+	s.ops = newOpTable(cfg.WorkDir, cfg.Now, cfg.Logger)
 	h, err := s.routes()
 	if err != nil {
 		return nil, err
@@ -193,6 +195,7 @@ func (s *Server) routes() (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("POST /exec", s.handleExec)
+	mux.HandleFunc("GET /ops/{op_id}", s.handleGetOp)
 	mux.HandleFunc("POST /processes", s.handleStartProcess)
 	mux.HandleFunc("GET /processes", s.handleListProcesses)
 	mux.HandleFunc("GET /processes/{id}", s.handleGetProcess)

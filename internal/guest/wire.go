@@ -22,6 +22,12 @@ type ExecRequest struct {
 	// TimeoutMS kills the command's whole process group when it expires;
 	// 0 means no timeout.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// OpID (POST /exec only) makes the exec a journalled op (seed 003):
+	// the guest records it durably before starting it, refuses the same id
+	// again (409 op_exists with the op's state), lets it run to the end
+	// even if the client goes away, and keeps its result for GET
+	// /ops/{op_id}. It must match ^op_[0-9a-f]{16,64}$.
+	OpID string `json:"op_id,omitempty"`
 }
 
 // ExecFrame is one NDJSON line of a POST /exec response. Output frames
@@ -40,6 +46,41 @@ type ExecResult struct {
 	ExitCode   int   `json:"exit_code"`
 	DurationMS int64 `json:"duration_ms"`
 	TimedOut   bool  `json:"timed_out"`
+}
+
+// Op states reported by GET /ops/{op_id}.
+const (
+	// OpStateUnknown: no record: the op was never accepted, so it never ran.
+	OpStateUnknown = "unknown"
+	// OpStateRunning: this guest is running it; wait for it to finish.
+	OpStateRunning = "running"
+	// OpStateFinished: it ended; Result says how.
+	OpStateFinished = "finished"
+	// OpStateAcceptedGone: accepted, not running in this guest, no result:
+	// it died with an earlier guest and may or may not have had its
+	// effect. Ambiguous: never re-run it blindly.
+	OpStateAcceptedGone = "accepted_gone"
+)
+
+// OpStatus is the answer of GET /ops/{op_id}, and the "op" of a 409
+// op_exists answer to POST /exec.
+type OpStatus struct {
+	OpID   string    `json:"op_id"`
+	State  string    `json:"state"`
+	Result *OpResult `json:"result,omitempty"`
+}
+
+// OpResult is how a journalled exec ended, as kept in its result.json.
+// Stdout and Stderr keep the first MiB of each stream.
+type OpResult struct {
+	ExitCode        int       `json:"exit_code"`
+	TimedOut        bool      `json:"timed_out"`
+	DurationMS      int64     `json:"duration_ms"`
+	Stdout          []byte    `json:"stdout"` // base64 in JSON
+	Stderr          []byte    `json:"stderr"`
+	StdoutTruncated bool      `json:"stdout_truncated"`
+	StderrTruncated bool      `json:"stderr_truncated"`
+	FinishedAt      time.Time `json:"finished_at"`
 }
 
 // ProcessInfo describes a background process.
@@ -116,6 +157,8 @@ type RemoveRequest struct {
 type errorBody struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
+	// Op is the op's state in a 409 op_exists answer.
+	Op *OpStatus `json:"op,omitempty"`
 }
 
 // Error codes in errorBody.Code.
@@ -127,6 +170,9 @@ const (
 	codeIsDir      = "is_dir"
 	codeNotEmpty   = "not_empty"
 	codeInternal   = "internal"
+	// codeOpExists: an exec's op id was accepted before; the body's "op"
+	// has its state.
+	codeOpExists = "op_exists"
 	// codeEscapesWorkspace: a path in the work dir leads out of it through
 	// a symlink; nothing outside was read or written.
 	codeEscapesWorkspace = "escapes_workspace"

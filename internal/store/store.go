@@ -18,6 +18,7 @@ type Store interface {
 	SandboxStore
 	ObjectStore
 	ManagedStore
+	OpStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.

@@ -1,0 +1,302 @@
+package guest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"regexp"
+	"sync"
+	"time"
+)
+
+// Durable op records (seed 003). An exec that carries an op id is recorded
+// in the workspace, which is snapshotted with hibernation and restored with
+// the sandbox, so the record outlives this guest:
+//
+//	/workspace/.agentkernel/ops/<op_id>/accepted     written and fsynced before the command starts
+//	/workspace/.agentkernel/ops/<op_id>/result.json  written atomically when it ends
+//
+// Recovery asks GET /ops/{op_id}: a result is read back, no record means
+// the command never ran, a running op is reattached to, and an accepted op
+// with no result that this guest is not running died with an earlier guest
+// (accepted_gone): it may have run, so it must never be re-run blindly.
+
+const (
+	// runtimeDirName is the runtime's own directory in the work dir; the
+	// files API leaves it out of the work dir's listing.
+	runtimeDirName = ".agentkernel"
+	opsDir         = runtimeDirName + "/ops"
+	// maxOpOutput bounds each stream kept in result.json (its head).
+	maxOpOutput = 1 << 20
+)
+
+var opIDPattern = regexp.MustCompile(`^op_[0-9a-f]{16,64}$`)
+
+func validOpID(id string) error {
+	if !opIDPattern.MatchString(id) {
+		return fmt.Errorf("%w: op_id %q must match %s", errBadRequest, id, opIDPattern)
+	}
+	return nil
+}
+
+// opConflict: the op id was accepted before; it carries the op's state
+// for the 409 answer.
+type opConflict struct{ status OpStatus }
+
+func (e *opConflict) Error() string {
+	return fmt.Sprintf("op %s was already accepted (state %s): an op id runs at most once", e.status.OpID, e.status.State)
+}
+
+func (e *opConflict) Unwrap() error { return ErrOpExists }
+
+// opAccepted is the content of an accepted record.
+type opAccepted struct {
+	OpID       string    `json:"op_id"`
+	AcceptedAt time.Time `json:"accepted_at"`
+	Argv       []string  `json:"argv"`
+	Cwd        string    `json:"cwd"`
+}
+
+// opTable tracks the ops this guest runs. One lock covers the check of
+// the records and the write of a new one, so two requests with one op id
+// cannot both be accepted.
+type opTable struct {
+	workDir string
+	now     func() time.Time
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	running map[string]chan struct{} // closed when the op's result is written
+}
+
+func newOpTable(workDir string, now func() time.Time, log *slog.Logger) *opTable {
+	return &opTable{workDir: workDir, now: now, log: log, running: map[string]chan struct{}{}}
+}
+
+// accept durably records the op as accepted and marks it running, or
+// returns *opConflict when it was accepted before (by this guest or an
+// earlier one).
+func (t *opTable) accept(id string, c *command) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, err := t.statusLocked(id)
+	if err != nil {
+		return err
+	}
+	if st.State != OpStateUnknown {
+		return &opConflict{status: st}
+	}
+	rec, err := json.Marshal(opAccepted{OpID: id, AcceptedAt: t.now().UTC(), Argv: c.argv, Cwd: c.dir})
+	if err != nil {
+		return err
+	}
+	if err := t.writeRecord(id, "accepted", rec); err != nil {
+		return fmt.Errorf("record op %s as accepted: %w", id, err)
+	}
+	t.running[id] = make(chan struct{})
+	return nil
+}
+
+// finish writes the op's result and ends its running state. If the write
+// fails the op reads as accepted_gone: ambiguous, which is safe.
+func (t *opTable) finish(id string, res OpResult) {
+	b, err := json.Marshal(res)
+	if err == nil {
+		err = t.writeRecord(id, "result.json", b)
+	}
+	if err != nil {
+		t.log.Error("guest: op result not recorded", "op_id", id, "err", err)
+	}
+	t.done(id)
+}
+
+// abandon forgets an op whose command never started (the guest failed to
+// set it up), so a retry may run it.
+func (t *opTable) abandon(id string) {
+	if err := withWorkRoot(t.workDir, func(root *os.Root) error {
+		if err := root.RemoveAll(path.Join(opsDir, id)); err != nil {
+			return err
+		}
+		return syncDir(root, opsDir)
+	}); err != nil {
+		t.log.Error("guest: abandoned op record not removed", "op_id", id, "err", err)
+	}
+	t.done(id)
+}
+
+func (t *opTable) done(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ch, ok := t.running[id]; ok {
+		close(ch)
+		delete(t.running, id)
+	}
+}
+
+// status reports the op's state and, once finished, its result; wait is
+// closed when a running op ends (nil otherwise).
+func (t *opTable) status(id string) (st OpStatus, wait <-chan struct{}, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, err = t.statusLocked(id)
+	return st, t.running[id], err
+}
+
+func (t *opTable) statusLocked(id string) (OpStatus, error) {
+	st := OpStatus{OpID: id, State: OpStateUnknown}
+	if _, ok := t.running[id]; ok {
+		st.State = OpStateRunning
+		return st, nil
+	}
+	err := withWorkRoot(t.workDir, func(root *os.Root) error {
+		dir := path.Join(opsDir, id)
+		b, err := root.ReadFile(path.Join(dir, "result.json"))
+		switch {
+		case err == nil:
+			var res OpResult
+			if err := json.Unmarshal(b, &res); err != nil {
+				return fmt.Errorf("op %s: result.json: %w", id, err)
+			}
+			st.State, st.Result = OpStateFinished, &res
+			return nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+		if _, err := root.Stat(path.Join(dir, "accepted")); err == nil {
+			st.State = OpStateAcceptedGone
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
+	return st, err
+}
+
+// writeRecord writes dir/name atomically and durably: temp file, fsync,
+// rename, fsync of the directory (and of every directory it had to
+// create), so a record that was reported written survives a crash.
+func (t *opTable) writeRecord(id, name string, data []byte) error {
+	return withWorkRoot(t.workDir, func(root *os.Root) error {
+		dir := path.Join(opsDir, id)
+		if err := mkdirDurable(root, dir); err != nil {
+			return err
+		}
+		tmp := path.Join(dir, "."+name+".tmp")
+		f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(data)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = root.Rename(tmp, path.Join(dir, name))
+		}
+		if err != nil {
+			_ = root.Remove(tmp)
+			return err
+		}
+		return syncDir(root, dir)
+	})
+}
+
+// withWorkRoot runs fn on an os.Root of the work dir: a symlink the agent
+// planted (say .agentkernel → /etc) is never followed out of it.
+func withWorkRoot(workDir string, fn func(root *os.Root) error) error {
+	root, err := os.OpenRoot(workDir)
+	if err != nil {
+		return fmt.Errorf("open work dir: %w", err)
+	}
+	defer root.Close()
+	return fn(root)
+}
+
+// mkdirDurable creates dir and its missing parents, fsyncing the parent of
+// each one it creates so the new entries survive a crash.
+func mkdirDurable(root *os.Root, dir string) error {
+	if dir == "." {
+		return nil
+	}
+	parent := path.Dir(dir)
+	if err := mkdirDurable(root, parent); err != nil {
+		return err
+	}
+	err := root.Mkdir(dir, 0o700)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return syncDir(root, parent)
+}
+
+func syncDir(root *os.Root, dir string) error {
+	d, err := root.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// opOutput keeps the head of one output stream for result.json.
+type opOutput struct {
+	data      []byte
+	truncated bool
+}
+
+func (o *opOutput) write(p []byte) {
+	if room := maxOpOutput - len(o.data); len(p) > room {
+		p, o.truncated = p[:room], true
+	}
+	o.data = append(o.data, p...)
+}
+
+// opRun collects one journalled exec's output for its result. A nil
+// *opRun (an exec without an op id) does nothing.
+type opRun struct {
+	id             string
+	ops            *opTable
+	now            func() time.Time
+	stdout, stderr opOutput
+}
+
+func (o *opRun) capture(f ExecFrame) {
+	if o == nil {
+		return
+	}
+	switch f.Stream {
+	case "stdout":
+		o.stdout.write(f.Data)
+	case "stderr":
+		o.stderr.write(f.Data)
+	}
+}
+
+// finish records the result from the exec's last frame.
+func (o *opRun) finish(end ExecFrame) {
+	if o == nil {
+		return
+	}
+	o.ops.finish(o.id, OpResult{
+		ExitCode: *end.ExitCode, TimedOut: end.TimedOut, DurationMS: end.DurationMS,
+		Stdout: o.stdout.data, Stderr: o.stderr.data,
+		StdoutTruncated: o.stdout.truncated, StderrTruncated: o.stderr.truncated,
+		FinishedAt: o.now().UTC(),
+	})
+}
+
+func (o *opRun) abandon() {
+	if o != nil {
+		o.ops.abandon(o.id)
+	}
+}

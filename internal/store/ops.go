@@ -1,0 +1,98 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// This file holds the crash-proof-turn records of seed 003: the op journal
+// of side effects, the partial model output of the current step (so a
+// resumed turn continues from it instead of re-issuing the request), and
+// background tasks that outlive a restart.
+
+// OpStatus is an op's journal status.
+type OpStatus string
+
+const (
+	// OpStarted is written BEFORE the side effect is attempted.
+	OpStarted OpStatus = "started"
+	// OpCompleted is written with the result AFTER the side effect.
+	OpCompleted OpStatus = "completed"
+)
+
+// Op is one journalled side effect. ID = hash(kind ‖ canonical args ‖
+// position), so the same call replayed by recovery has the same ID and two
+// identical calls in one turn have different ones.
+type Op struct {
+	ID        string
+	SessionID string
+	Kind      string // e.g. "model_request", "tool_exec", "outbound_call"
+	// Position: the turn's sequence number, the step, the call's index in
+	// the step.
+	TurnSeq int64
+	Step    int64
+	Index   int64
+	Args    json.RawMessage
+	Status  OpStatus
+	// Result is the recorded result (or a reference to it, e.g. a blob key).
+	Result      json.RawMessage
+	StartedAt   time.Time
+	CompletedAt *time.Time
+}
+
+// StreamChunk is partial model output of one step, appended as it streams.
+type StreamChunk struct {
+	SessionID string
+	TurnSeq   int64
+	Step      int64
+	Seq       int64 // dense per (session, turn, step), from 1
+	Data      json.RawMessage
+	CreatedAt time.Time
+}
+
+// BackgroundTask is a `run_in_background` command that survives restarts.
+type BackgroundTask struct {
+	ID        string
+	SessionID string
+	SandboxID string
+	// ProcessID is the guest's id of the background process.
+	ProcessID string
+	Command   string
+	Status    string // "running", "exited", "killed", "expired"
+	ExitCode  *int64
+	StartedAt time.Time
+	// Deadline is StartedAt + the 30-minute cap.
+	Deadline  time.Time
+	UpdatedAt time.Time
+}
+
+// OpStore holds the op journal, stream chunks and background tasks.
+type OpStore interface {
+	// StartOp records an op as started. If the op already exists (a replay)
+	// it is returned unchanged with ErrAlreadyExists, so the caller sees
+	// whether it completed.
+	StartOp(ctx context.Context, op *Op) (*Op, error)
+	// CompleteOp records the result; completing twice keeps the first
+	// result and returns ErrConflict.
+	CompleteOp(ctx context.Context, sessionID, opID string, result json.RawMessage) (*Op, error)
+	GetOp(ctx context.Context, sessionID, opID string) (*Op, error)
+	// ListOps lists a session's ops (of one turn when turnSeq > 0), in
+	// position order.
+	ListOps(ctx context.Context, sessionID string, turnSeq int64) ([]*Op, error)
+
+	// AppendStreamChunk appends a chunk with the next Seq for its step.
+	AppendStreamChunk(ctx context.Context, c *StreamChunk) (*StreamChunk, error)
+	// ListStreamChunks lists one step's chunks in Seq order.
+	ListStreamChunks(ctx context.Context, sessionID string, turnSeq, step int64) ([]*StreamChunk, error)
+	// DeleteStreamChunks drops a session's chunks of turns up to turnSeq
+	// (once the step's output is persisted as events).
+	DeleteStreamChunks(ctx context.Context, sessionID string, upToTurnSeq int64) error
+
+	CreateBackgroundTask(ctx context.Context, t *BackgroundTask) (*BackgroundTask, error)
+	UpdateBackgroundTask(ctx context.Context, t *BackgroundTask) (*BackgroundTask, error)
+	GetBackgroundTask(ctx context.Context, id string) (*BackgroundTask, error)
+	// ListBackgroundTasks lists tasks with the given status ("" = all), of
+	// one session when sessionID is set.
+	ListBackgroundTasks(ctx context.Context, sessionID, status string) ([]*BackgroundTask, error)
+}
