@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/guest"
+	"github.com/agentkernel/agentkernel/internal/store"
 )
 
 // call runs fn against the sandbox's guest through the lazy wrapper: the
@@ -14,22 +15,32 @@ import (
 // again when the sandbox was recycled. fn runs under the entry's read lock,
 // so no hibernation can start while it runs, and it renews sleep_after.
 func (m *Manager) call(ctx context.Context, tenantID, id string, fn func(c *guest.Client) error) error {
-	if _, err := m.load(ctx, tenantID, id); err != nil {
+	e := m.entry(id)
+	if err := m.checkTenant(ctx, e, tenantID, id); err != nil {
 		return err
 	}
-	e := m.entry(id)
 	for attempt := 0; ; attempt++ {
 		e.mu.RLock()
-		sb, err := m.cfg.Store.GetSandbox(ctx, id)
-		if err != nil {
-			e.mu.RUnlock()
-			return err
+		// activeGen is this node's knowledge that the sandbox is active at
+		// that generation: it is set at the end of a warm-up and cleared by
+		// every transition, all of which hold the write lock. With it the
+		// common path reads nothing from the store.
+		gen := e.activeGen.Load()
+		if gen == 0 {
+			sb, err := m.cfg.Store.GetSandbox(ctx, id)
+			if err != nil {
+				e.mu.RUnlock()
+				return err
+			}
+			if Derive(sb) == StateDestroyed {
+				e.mu.RUnlock()
+				return fmt.Errorf("sandbox %s: %w", id, ErrDestroyed)
+			}
+			if Derive(sb) == StateActive && e.client != nil {
+				gen = sb.Generation
+			}
 		}
-		if Derive(sb) == StateDestroyed {
-			e.mu.RUnlock()
-			return fmt.Errorf("sandbox %s: %w", id, ErrDestroyed)
-		}
-		if Derive(sb) == StateActive && e.client != nil && m.markerFresh(ctx, e, sb.Generation) {
+		if gen != 0 && e.client != nil && m.markerFresh(ctx, e, gen) {
 			m.touch(ctx, e, id)
 			e.inflight.Add(1)
 			err := fn(e.client)
@@ -37,22 +48,42 @@ func (m *Manager) call(ctx context.Context, tenantID, id string, fn func(c *gues
 			if err != nil && isTransport(err) {
 				// The guest went away mid-call: make the next call re-probe.
 				e.probedAt.Store(0)
+				e.activeGen.Store(0)
 			}
 			m.touch(ctx, e, id)
 			e.mu.RUnlock()
 			return err
 		}
+		e.activeGen.Store(0)
 		e.mu.RUnlock()
 		if attempt >= 2 {
 			return fmt.Errorf("sandbox %s: %w: could not bring it to active", id, ErrUnavailable)
 		}
 		e.mu.Lock()
-		err = m.wake(ctx, e, id)
+		err := m.wake(ctx, e, id)
 		e.mu.Unlock()
 		if err != nil {
 			return err
 		}
 	}
+}
+
+// checkTenant makes another tenant's sandbox indistinguishable from a
+// missing one. A sandbox's tenant never changes, so it is cached.
+func (m *Manager) checkTenant(ctx context.Context, e *entry, tenantID, id string) error {
+	owner, _ := e.tenant.Load().(string)
+	if owner == "" {
+		sb, err := m.cfg.Store.GetSandbox(ctx, id)
+		if err != nil {
+			return err
+		}
+		owner = sb.TenantID
+		e.tenant.Store(owner)
+	}
+	if tenantID != "" && owner != tenantID {
+		return fmt.Errorf("sandbox %s: %w", id, store.ErrNotFound)
+	}
+	return nil
 }
 
 // markerFresh re-probes the warm marker, at most once per markerTTL while

@@ -68,6 +68,7 @@ func (m *Manager) Snapshot(ctx context.Context, tenantID, id string) (*store.Bac
 // stop: on any failure before the backup is recorded the sandbox stays
 // active and the error is returned.
 func (m *Manager) hibernate(ctx context.Context, e *entry, id, reason string) error {
+	e.activeGen.Store(0)
 	sb, err := m.cfg.Store.GetSandbox(ctx, id)
 	if err != nil {
 		return err
@@ -216,6 +217,7 @@ func (m *Manager) Destroy(ctx context.Context, tenantID, id string) (*Info, erro
 	e := m.entry(id)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.activeGen.Store(0)
 	sb, err := m.cfg.Store.GetSandbox(ctx, id)
 	if err != nil {
 		return nil, err

@@ -124,6 +124,11 @@ type entry struct {
 	inflight atomic.Int64
 	// lastTouch is the last LastActivityAt persisted (unix nanos).
 	lastTouch atomic.Int64
+	// tenant caches the sandbox's (immutable) tenant id.
+	tenant atomic.Value
+	// activeGen is non-zero while this node knows the sandbox is active at
+	// that generation (see call).
+	activeGen atomic.Int64
 	// probedAt/probedGen cache the last successful marker probe.
 	probedAt  atomic.Int64
 	probedGen atomic.Int64

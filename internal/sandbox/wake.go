@@ -19,6 +19,7 @@ import (
 // wake brings a sandbox to active. The caller holds e.mu for writing. It
 // re-reads the record, so it is a no-op when another caller already woke it.
 func (m *Manager) wake(ctx context.Context, e *entry, id string) error {
+	e.activeGen.Store(0)
 	sb, err := m.cfg.Store.GetSandbox(ctx, id)
 	if err != nil {
 		return err
@@ -190,8 +191,11 @@ func (m *Manager) warmUp(ctx context.Context, e *entry, sb *store.Sandbox) error
 	}
 	now := m.clock.Now()
 	sb.Generation, sb.WarmedAt, sb.LastActivityAt = gen, &now, now
-	_, err := m.cfg.Store.UpdateSandbox(ctx, sb)
-	return err
+	if _, err := m.cfg.Store.UpdateSandbox(ctx, sb); err != nil {
+		return err
+	}
+	e.activeGen.Store(gen)
+	return nil
 }
 
 // probe waits for the guest socket, then runs `exec true` until it answers,
