@@ -40,6 +40,8 @@ type Client struct {
 	Tenants *TenantsService
 	// Sandboxes manages sandboxes.
 	Sandboxes *SandboxesService
+	// Objects calls and manages durable objects.
+	Objects *ObjectsService
 }
 
 // Option configures a Client.
@@ -85,6 +87,7 @@ func New(opts ...Option) *Client {
 	c.Keys = &KeysService{c: c}
 	c.Tenants = &TenantsService{c: c}
 	c.Sandboxes = &SandboxesService{c: c}
+	c.Objects = &ObjectsService{c: c}
 	return c
 }
 

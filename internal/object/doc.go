@@ -1,0 +1,25 @@
+// Package object is agentkernel's durable object runtime (seed 002): classes,
+// objects addressed by (class, id) that each live in their own sandbox
+// ("do-{class}-{id}"), a per-object FIFO call queue, hibernation with a
+// storage dump persisted in one transaction, wake with storage injection,
+// alarms, limits, metrics and audit records.
+//
+// The in-sandbox protocol, spoken through the guest's proxy to the object's
+// server on 127.0.0.1:9333:
+//
+//	GET  /__health            2xx once the server is ready
+//	GET  /__storage           → {"key": <json>, …}: the whole storage
+//	POST /__storage           {"key": <json>, …}: replace the whole storage
+//	POST /{method}            body: the call's args (JSON); answer: the result
+//
+// Every method call carries X-Agentkernel-Storage-Mode (snapshot or
+// write-through), X-Agentkernel-Object-Class and X-Agentkernel-Object-Id, and
+// alarm calls also X-Agentkernel-Alarm-Id, X-Agentkernel-Alarm-Retry-Count
+// and X-Agentkernel-Alarm-Is-Retry. In write-through mode a helper library
+// answers with X-Agentkernel-Envelope: 1 and the body
+// {"result": <json>, "writes": [{"key": k, "value": <json>} | {"key": k,
+// "delete": true}, …]} (on an error status "error" replaces "result"); the
+// runtime makes the writes durable before it answers the caller with the
+// unwrapped result or error. Without the envelope header the body is the
+// result as-is.
+package object

@@ -1,0 +1,221 @@
+package object
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentkernel/agentkernel/internal/clock"
+	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/sandbox"
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+// MaxArgsBytes bounds a call's args (seed 002: 1 MB, like a stored value).
+const MaxArgsBytes = 1 << 20
+
+// sandboxSleepAfter keeps the sandbox layer's own idle reaper away from
+// object sandboxes: the runtime hibernates them itself, after dumping their
+// storage, which the sandbox reaper cannot do.
+const sandboxSleepAfter = 100 * 365 * 24 * time.Hour
+
+// Config configures a Runtime.
+type Config struct {
+	Store     store.ObjectStore
+	Sandboxes *sandbox.Manager
+	// Classes are the [[objects]] of agentkernel.toml, available to every
+	// tenant.
+	Classes []config.ObjectClassConfig
+	// Limits are [durable_objects]; zero fields take seed 002's values.
+	Limits config.DurableObjectsConfig
+
+	Clock    clock.Clock
+	Log      *slog.Logger
+	Registry prometheus.Registerer
+
+	// Test signals (nil in production).
+	// Swept receives a report after every idle pass.
+	Swept chan<- SweepReport
+	// AlarmDone receives a report after every alarm attempt.
+	AlarmDone chan<- AlarmReport
+}
+
+// Runtime runs durable objects.
+type Runtime struct {
+	cfg     Config
+	st      store.ObjectStore
+	sbx     *sandbox.Manager
+	lim     config.DurableObjectsConfig
+	clock   clock.Clock
+	log     *slog.Logger
+	metrics *metrics
+
+	configClasses map[string]*Class
+	classMu       sync.RWMutex
+	classCache    map[classKey]*Class
+
+	mu     sync.Mutex
+	actors map[store.ObjectKey]*actor
+	// active counts objects Active on this node (the max_active_objects
+	// budget).
+	active int
+
+	commits *committer
+
+	svc   sync.Mutex
+	loops []*loop
+	// fired tracks alarms being fired (and retried) right now.
+	firing   sync.Map
+	alarmsWG sync.WaitGroup
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+// New builds a runtime and registers its sandbox hooks. Start runs its
+// background loops.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.Store == nil || cfg.Sandboxes == nil {
+		return nil, errors.New("object: runtime needs a store and a sandbox manager")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	cfg.Limits = withDefaults(cfg.Limits)
+	r := &Runtime{
+		cfg: cfg, st: cfg.Store, sbx: cfg.Sandboxes, lim: cfg.Limits, clock: cfg.Clock, log: cfg.Log,
+		metrics:       newMetrics(cfg.Registry),
+		configClasses: map[string]*Class{},
+		classCache:    map[classKey]*Class{},
+		actors:        map[store.ObjectKey]*actor{},
+	}
+	for _, d := range cfg.Classes {
+		if err := ValidateClass(d); err != nil {
+			return nil, err
+		}
+		r.configClasses[d.Class] = classFromDef(d, true)
+	}
+	r.commits = newCommitter(cfg.Store, cfg.Log)
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.sbx.AddHooks(r.hooks())
+	return r, nil
+}
+
+func withDefaults(l config.DurableObjectsConfig) config.DurableObjectsConfig {
+	d := config.DefaultDurableObjects()
+	if l.AlarmPollInterval <= 0 {
+		l.AlarmPollInterval = d.AlarmPollInterval
+	}
+	if l.IdleCheckInterval <= 0 {
+		l.IdleCheckInterval = d.IdleCheckInterval
+	}
+	if l.MaxKeys <= 0 {
+		l.MaxKeys = d.MaxKeys
+	}
+	if l.MaxValueBytes <= 0 {
+		l.MaxValueBytes = d.MaxValueBytes
+	}
+	if l.MaxStorageBytes <= 0 {
+		l.MaxStorageBytes = d.MaxStorageBytes
+	}
+	if l.MaxActiveObjects <= 0 {
+		l.MaxActiveObjects = d.MaxActiveObjects
+	}
+	if l.MaxAlarms <= 0 {
+		l.MaxAlarms = d.MaxAlarms
+	}
+	if l.CallTimeout <= 0 {
+		l.CallTimeout = d.CallTimeout
+	}
+	if l.DumpTimeout <= 0 {
+		l.DumpTimeout = d.DumpTimeout
+	}
+	return l
+}
+
+// Start loads the objects left Active by an earlier run, then starts the
+// group committer, the idle loop and the alarm poller. It returns once they
+// run.
+func (r *Runtime) Start(ctx context.Context) error {
+	r.svc.Lock()
+	defer r.svc.Unlock()
+	if r.loops != nil {
+		return nil
+	}
+	if err := r.loadActive(ctx); err != nil {
+		return err
+	}
+	r.commits.start()
+	r.loops = []*loop{
+		startLoop(r.clock, r.lim.IdleCheckInterval.D(), false, r.idlePass),
+		startLoop(r.clock, r.lim.AlarmPollInterval.D(), true, r.alarmPass),
+	}
+	return nil
+}
+
+// Stop stops the loops, waits for alarms being fired and the committer;
+// idempotent. Objects keep running in their sandboxes.
+func (r *Runtime) Stop() {
+	r.svc.Lock()
+	loops := r.loops
+	r.loops = []*loop{}
+	r.svc.Unlock()
+	for _, l := range loops {
+		l.stop()
+	}
+	r.cancel()
+	r.alarmsWG.Wait()
+	r.commits.stop()
+}
+
+// loadActive counts the objects Active in the store toward the
+// max_active_objects budget and hands them to the idle loop.
+func (r *Runtime) loadActive(ctx context.Context) error {
+	objs, err := listAll(ctx, r.st, store.ListObjectsParams{Status: store.ObjectActive})
+	if err != nil {
+		return err
+	}
+	now := r.clock.Now()
+	for _, o := range objs {
+		cls, err := r.Class(ctx, o.TenantID, o.Class)
+		if err != nil {
+			cls = classFromDef(ClassDef{Class: o.Class, InitCommand: []string{"?"}}, false)
+		}
+		a := r.actor(o.ObjectKey, cls)
+		a.life.Lock()
+		if a.state == stateUnknown {
+			r.adopt(a, o)
+		}
+		a.life.Unlock()
+		if o.LastCallAt == nil {
+			a.lastCall.Store(now.UnixNano())
+		}
+	}
+	return nil
+}
+
+func listAll(ctx context.Context, st store.ObjectStore, p store.ListObjectsParams) ([]*store.Object, error) {
+	var out []*store.Object
+	p.Limit = 500
+	for {
+		page, err := st.ListObjects(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) < p.Limit {
+			return out, nil
+		}
+		last := page[len(page)-1]
+		p.AfterID = last.Class + "/" + last.ID
+	}
+}
