@@ -1,0 +1,141 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/agentkernel/agentkernel/internal/session"
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+// SessionRunner runs the turns of Managed Agents sessions. The API only
+// records what clients send; the runner acts on it.
+type SessionRunner interface {
+	// Wake tells the runner that user events were appended to the session
+	// (it drains the session's queue; it must not block the request).
+	Wake(sessionID string)
+	// Destroy runs the seed's destroy sequence: terminated_at set, the
+	// running turn aborted, a final workspace snapshot, the sandbox
+	// destroyed. The API deletes the session afterwards.
+	Destroy(ctx context.Context, tenantID, sessionID string) error
+}
+
+// ManagedOptions enable the Managed Agents API (agents, environments,
+// sessions, session events) under /v1, wire-compatible with
+// anthropic-sdk-go's Beta client.
+type ManagedOptions struct {
+	Store  store.ManagedStore
+	Events *session.EventLog
+	Runner SessionRunner
+	// MaxEventBytes limits one sent event's JSON (413 beyond; default
+	// 256 KiB). Bodies are limited by server.max_body_bytes as well.
+	MaxEventBytes int
+}
+
+// managed holds the Managed Agents handlers' dependencies.
+type managed struct {
+	*Server
+	st      store.ManagedStore
+	events  *session.EventLog
+	runner  SessionRunner
+	maxEvBy int
+}
+
+func (s *Server) registerManagedRoutes(o *ManagedOptions) {
+	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes}
+	if m.maxEvBy <= 0 {
+		m.maxEvBy = 256 << 10
+	}
+	a := s.authenticated
+	s.mux.HandleFunc("POST /v1/agents", a(m.createAgent))
+	s.mux.HandleFunc("GET /v1/agents", a(m.listAgents))
+	s.mux.HandleFunc("GET /v1/agents/{id}", a(m.getAgent))
+	s.mux.HandleFunc("POST /v1/agents/{id}", a(m.updateAgent))
+	s.mux.HandleFunc("GET /v1/agents/{id}/versions", a(m.listAgentVersions))
+	s.mux.HandleFunc("POST /v1/agents/{id}/archive", a(m.archiveAgent))
+
+	s.mux.HandleFunc("POST /v1/environments", a(m.createEnvironment))
+	s.mux.HandleFunc("GET /v1/environments", a(m.listEnvironments))
+	s.mux.HandleFunc("GET /v1/environments/{id}", a(m.getEnvironment))
+	s.mux.HandleFunc("POST /v1/environments/{id}", a(m.updateEnvironment))
+	s.mux.HandleFunc("DELETE /v1/environments/{id}", a(m.deleteEnvironment))
+	s.mux.HandleFunc("POST /v1/environments/{id}/archive", a(m.archiveEnvironment))
+
+	s.mux.HandleFunc("POST /v1/sessions", a(m.createSession))
+	s.mux.HandleFunc("GET /v1/sessions", a(m.listSessions))
+	s.mux.HandleFunc("GET /v1/sessions/{id}", a(m.getSession))
+	s.mux.HandleFunc("POST /v1/sessions/{id}", a(m.updateSession))
+	s.mux.HandleFunc("DELETE /v1/sessions/{id}", a(m.deleteSession))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/archive", a(m.archiveSession))
+
+	s.mux.HandleFunc("GET /v1/sessions/{id}/events", a(m.listEvents))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/events", a(m.sendEvents))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", a(m.streamEvents))
+}
+
+func (m *managed) now() time.Time { return time.Now().UTC() }
+
+// tenant is the caller's tenant; every managed resource is scoped to it.
+func tenant(r *http.Request) string { return PrincipalFrom(r.Context()).TenantID }
+
+// notFoundAs turns the store's ErrNotFound into a 404 naming the resource.
+func notFoundAs(kind, id string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return NotFound(kind, id)
+	}
+	return err
+}
+
+// agentFor reads an agent version the caller's tenant owns; another
+// tenant's agent answers exactly like a missing one.
+func (m *managed) agentFor(r *http.Request, id string, version int64) (*store.Agent, error) {
+	a, err := m.st.GetAgent(r.Context(), id, version)
+	if errors.Is(err, store.ErrNotFound) && version > 0 {
+		if latest, lerr := m.st.GetAgent(r.Context(), id, 0); lerr == nil && latest.TenantID == tenant(r) {
+			return nil, Errorf(http.StatusNotFound, TypeNotFound, "agent %q has no version %d; its latest version is %d", id, version, latest.Version)
+		}
+	}
+	if err == nil && a.TenantID != tenant(r) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return nil, notFoundAs("agent", id, err)
+	}
+	return a, nil
+}
+
+func (m *managed) environmentFor(r *http.Request, id string) (*store.Environment, error) {
+	e, err := m.st.GetEnvironment(r.Context(), id)
+	if err == nil && e.TenantID != tenant(r) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return nil, notFoundAs("environment", id, err)
+	}
+	return e, nil
+}
+
+func (m *managed) sessionFor(r *http.Request, id string) (*store.ManagedSession, error) {
+	s, err := m.st.GetManagedSession(r.Context(), id)
+	if err == nil && s.TenantID != tenant(r) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return nil, notFoundAs("session", id, err)
+	}
+	return s, nil
+}
+
+// writeError writes the envelope; conflicts here are never transient (an
+// archived resource, a stale version, a terminated session), so it tells
+// the official SDKs, which retry 409 by default, not to.
+func (m *managed) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *Error
+	if (errors.As(err, &e) && e.Status == http.StatusConflict) ||
+		errors.Is(err, store.ErrVersionMismatch) || errors.Is(err, store.ErrConflict) {
+		w.Header().Set("x-should-retry", "false")
+	}
+	m.Server.writeError(w, r, err)
+}

@@ -1,0 +1,199 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/agentkernel/agentkernel/internal/ids"
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+// Event types clients send (the SDK's BetaManagedAgentsEventParamsUnion)
+// that agentkernel accepts.
+const (
+	EventUserMessage          = "user.message"
+	EventUserInterrupt        = "user.interrupt"
+	EventUserCustomToolResult = "user.custom_tool_result"
+	EventUserToolConfirmation = "user.tool_confirmation"
+)
+
+// sdkOnlyEvents are valid in the SDK but not (yet) served by agentkernel.
+var sdkOnlyEvents = map[string]string{
+	"user.define_outcome": "outcomes are not supported",
+	"user.tool_result":    "tool results are only for self_hosted environments, which agentkernel does not run",
+	"system.message":      "system messages are not supported",
+}
+
+// buildEvents validates client events and turns them into events to store,
+// each with its id and the time it was received. sessionID is "" before
+// the session exists (initial_events, where only user.message fits).
+func (m *managed) buildEvents(r *http.Request, sessionID string, in []obj, initial bool) ([]store.NewEvent, error) {
+	now := m.now().Format(time.RFC3339Nano)
+	out := make([]store.NewEvent, 0, len(in))
+	for _, ev := range in {
+		if n := len(mustJSON(ev.m)); n > m.maxEvBy {
+			return nil, Errorf(http.StatusRequestEntityTooLarge, TypeRequestTooLarge,
+				"%s is %d bytes; the limit is %d bytes per event", ev.path, n, m.maxEvBy)
+		}
+		typ, err := ev.reqStr("type")
+		if err != nil {
+			return nil, err
+		}
+		var body map[string]any
+		switch {
+		case typ == EventUserMessage:
+			body, err = userMessage(ev)
+		case initial:
+			err = BadRequest("field %q: initial_events take user.message only, got %q", ev.field("type"), typ)
+		case typ == EventUserInterrupt:
+			body, err = userInterrupt(ev)
+		case typ == EventUserCustomToolResult:
+			body, err = m.customToolResult(r, sessionID, ev)
+		case typ == EventUserToolConfirmation:
+			body, err = m.toolConfirmation(r, sessionID, ev)
+		case sdkOnlyEvents[typ] != "":
+			err = BadRequest("field %q: %s events are not accepted: %s", ev.field("type"), typ, sdkOnlyEvents[typ])
+		default:
+			err = BadRequest("field %q: unknown event type %q (want user.message, user.interrupt, user.custom_tool_result or user.tool_confirmation)", ev.field("type"), typ)
+		}
+		if err != nil {
+			return nil, err
+		}
+		id := ids.New("sevt")
+		body["id"], body["type"], body["processed_at"] = id, typ, now
+		out = append(out, store.NewEvent{ID: id, Type: typ, Data: mustJSON(body)})
+	}
+	return out, nil
+}
+
+// contentBlocks validates a content array: text blocks need text, image
+// and document blocks a source.
+func contentBlocks(ev obj, k string, required bool, types ...string) ([]map[string]json.RawMessage, error) {
+	blocks, err := ev.objects(k)
+	if err != nil {
+		return nil, err
+	}
+	if required && len(blocks) == 0 {
+		return nil, BadRequest("field %q is required: an array of content blocks such as {\"type\": \"text\", \"text\": \"…\"}", ev.field(k))
+	}
+	out := make([]map[string]json.RawMessage, 0, len(blocks))
+	for _, b := range blocks {
+		typ, err := b.reqStr("type")
+		if err != nil {
+			return nil, err
+		}
+		ok := false
+		for _, t := range types {
+			ok = ok || t == typ
+		}
+		if !ok {
+			return nil, BadRequest("field %q: unknown content block type %q (want one of %v)", b.field("type"), typ, types)
+		}
+		switch typ {
+		case "text":
+			if !b.set("text") {
+				return nil, BadRequest("field %q is required", b.field("text"))
+			}
+			if _, err := b.str("text"); err != nil {
+				return nil, err
+			}
+		case "image", "document":
+			if _, ok, err := b.object("source"); err != nil {
+				return nil, err
+			} else if !ok {
+				return nil, BadRequest("field %q is required", b.field("source"))
+			}
+		}
+		out = append(out, b.m)
+	}
+	return out, nil
+}
+
+func userMessage(ev obj) (map[string]any, error) {
+	content, err := contentBlocks(ev, "content", true, "text", "image", "document")
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"content": content}, nil
+}
+
+func userInterrupt(ev obj) (map[string]any, error) {
+	body := map[string]any{}
+	if ev.has("session_thread_id") {
+		t, err := ev.str("session_thread_id")
+		if err != nil {
+			return nil, err
+		}
+		body["session_thread_id"] = t
+	}
+	return body, nil
+}
+
+func (m *managed) customToolResult(r *http.Request, sessionID string, ev obj) (map[string]any, error) {
+	useID, err := ev.reqStr("custom_tool_use_id")
+	if err != nil {
+		return nil, err
+	}
+	if err := m.referencedEvent(r, sessionID, ev, "custom_tool_use_id", useID, "agent.custom_tool_use"); err != nil {
+		return nil, err
+	}
+	content, err := contentBlocks(ev, "content", false, "text", "image", "document", "search_result")
+	if err != nil {
+		return nil, err
+	}
+	isErr, err := ev.bool("is_error")
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"custom_tool_use_id": useID, "content": content, "is_error": isErr}, nil
+}
+
+func (m *managed) toolConfirmation(r *http.Request, sessionID string, ev obj) (map[string]any, error) {
+	useID, err := ev.reqStr("tool_use_id")
+	if err != nil {
+		return nil, err
+	}
+	if err := m.referencedEvent(r, sessionID, ev, "tool_use_id", useID, "agent.tool_use", "agent.mcp_tool_use"); err != nil {
+		return nil, err
+	}
+	result, err := ev.reqStr("result")
+	if err != nil {
+		return nil, err
+	}
+	if result != "allow" && result != "deny" {
+		return nil, BadRequest("field %q must be allow or deny, got %q", ev.field("result"), result)
+	}
+	body := map[string]any{"tool_use_id": useID, "result": result}
+	if ev.set("deny_message") {
+		if result != "deny" {
+			return nil, BadRequest("field %q is only allowed when result is deny", ev.field("deny_message"))
+		}
+		msg, err := ev.str("deny_message")
+		if err != nil {
+			return nil, err
+		}
+		body["deny_message"] = msg
+	}
+	return body, nil
+}
+
+// referencedEvent checks that id names an event of one of types in the
+// session, so a result for a tool call that never happened fails here.
+func (m *managed) referencedEvent(r *http.Request, sessionID string, ev obj, field, id string, types ...string) error {
+	e, err := m.st.GetEvent(r.Context(), sessionID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return BadRequest("field %q: session %s has no event %q", ev.field(field), sessionID, id)
+	}
+	if err != nil {
+		return err
+	}
+	for _, t := range types {
+		if e.Type == t {
+			return nil
+		}
+	}
+	return BadRequest("field %q: event %q is a %s, not %s", ev.field(field), id, e.Type, fmt.Sprint(types))
+}

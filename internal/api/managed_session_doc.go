@@ -1,0 +1,159 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentkernel/agentkernel/internal/ids"
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+// sessionDoc is a session's stored body. Agent is the snapshot of the agent
+// version the session runs (with any agent_with_overrides applied), in the
+// SDK's BetaManagedAgentsSessionAgent shape: the runtime runs this, not
+// whatever the agent became later.
+type sessionDoc struct {
+	Title     *string           `json:"title"`
+	Metadata  map[string]string `json:"metadata"`
+	Agent     json.RawMessage   `json:"agent"`
+	Resources json.RawMessage   `json:"resources"`
+	VaultIDs  []string          `json:"vault_ids"`
+	Budget    json.RawMessage   `json:"budget"`
+}
+
+const (
+	maxSessionTitle   = 512
+	maxInitialEvents  = 50
+	maxSessionVaults  = 20
+	defaultUsageJSON  = `{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_1h_input_tokens":0,"ephemeral_5m_input_tokens":0}}`
+	agentSnapshotType = "agent"
+)
+
+// agentSnapshot renders an agent version as the session's agent field.
+func agentSnapshot(a *store.Agent, d agentDoc) json.RawMessage {
+	return mustJSON(map[string]any{
+		"id": a.ID, "type": agentSnapshotType, "version": a.Version,
+		"name": d.Name, "description": d.Description, "system": d.System, "model": d.Model,
+		"tools": orEmptyArray(d.Tools), "mcp_servers": orEmptyArray(d.MCPServers), "skills": orEmptyArray(d.Skills),
+		"execution_identity": orDefault(d.ExecutionIdentity, defaultExecutionIdentity),
+		"multiagent":         orDefault(d.Multiagent, json.RawMessage(`null`)),
+	})
+}
+
+// agentRef is the session's agent field as sent: an id string, {type:
+// "agent", id, version?} or {type: "agent_with_overrides", id, version?,
+// system?, model?, tools?, mcp_servers?, skills?}.
+type agentRef struct {
+	id        string
+	version   int64
+	overrides obj // only the override fields, empty when none
+}
+
+func parseAgentRef(in obj) (agentRef, error) {
+	if !in.set("agent") {
+		return agentRef{}, BadRequest("field \"agent\" is required: an agent id, or {\"type\": \"agent\", \"id\": …, \"version\": …}")
+	}
+	var id string
+	if json.Unmarshal(in.m["agent"], &id) == nil {
+		if id == "" {
+			return agentRef{}, BadRequest("field \"agent\" must not be empty")
+		}
+		return agentRef{id: id, overrides: obj{m: map[string]json.RawMessage{}}}, nil
+	}
+	a, _, err := in.object("agent")
+	if err != nil {
+		return agentRef{}, BadRequest("field \"agent\" must be an agent id string or an object")
+	}
+	ref := agentRef{overrides: obj{m: map[string]json.RawMessage{}}}
+	if ref.id, err = a.reqStr("id"); err != nil {
+		return ref, err
+	}
+	v, ok, err := a.int("version")
+	if err != nil {
+		return ref, err
+	}
+	if ok && v < 1 {
+		return ref, BadRequest("field \"agent.version\" must be at least 1")
+	}
+	ref.version = v
+	typ, err := a.str("type")
+	if err != nil {
+		return ref, err
+	}
+	switch typ {
+	case "", "agent":
+	case "agent_with_overrides":
+		for _, k := range []string{"system", "model", "tools", "mcp_servers", "skills"} {
+			if a.has(k) {
+				ref.overrides.m[k] = a.m[k]
+			}
+		}
+		ref.overrides.path = "agent"
+	default:
+		return ref, BadRequest("field \"agent.type\": unknown type %q (want agent or agent_with_overrides)", typ)
+	}
+	return ref, nil
+}
+
+// sessionJSON renders the SDK's BetaManagedAgentsSession.
+func sessionJSON(s *store.ManagedSession, d sessionDoc, status string, now time.Time) map[string]any {
+	var archived any
+	if s.ArchivedAt != nil {
+		archived = s.ArchivedAt.UTC()
+	}
+	end := now
+	if s.TerminatedAt != nil {
+		end = *s.TerminatedAt
+	}
+	usage := json.RawMessage(defaultUsageJSON)
+	if len(s.Usage) > 0 {
+		usage = s.Usage
+	}
+	vaults := d.VaultIDs
+	if vaults == nil {
+		vaults = []string{}
+	}
+	return map[string]any{
+		"id": s.ID, "type": "session", "status": status,
+		"agent": orDefault(d.Agent, json.RawMessage(`null`)), "environment_id": s.EnvironmentID,
+		"title": d.Title, "metadata": orEmptyMap(d.Metadata),
+		"resources": orEmptyArray(d.Resources), "vault_ids": vaults,
+		"budget": orDefault(d.Budget, json.RawMessage(`null`)), "deployment_id": nil,
+		"outcome_evaluations": []any{},
+		"stats":               map[string]float64{"active_seconds": 0, "duration_seconds": end.Sub(s.CreatedAt).Seconds()},
+		"usage":               usage,
+		"created_at":          s.CreatedAt.UTC(), "updated_at": s.UpdatedAt.UTC(), "archived_at": archived,
+	}
+}
+
+func decodeSessionDoc(b []byte) (sessionDoc, error) {
+	var d sessionDoc
+	if err := json.Unmarshal(b, &d); err != nil {
+		return d, fmt.Errorf("stored session doc: %w", err)
+	}
+	return d, nil
+}
+
+// normalizeResources gives every resource an id and checks its type.
+func normalizeResources(in obj) (json.RawMessage, error) {
+	rs, err := in.objects("resources")
+	if err != nil || rs == nil {
+		return json.RawMessage(`[]`), err
+	}
+	for _, r := range rs {
+		typ, err := r.reqStr("type")
+		if err != nil {
+			return nil, err
+		}
+		switch typ {
+		case "file", "github_repository", "memory_store":
+		default:
+			return nil, BadRequest("field %q: unknown resource type %q (want file, github_repository or memory_store)", r.field("type"), typ)
+		}
+		if !r.set("id") {
+			r.m["id"] = mustJSON(ids.New("sesrsc"))
+		}
+	}
+	return rawObjects(rs), nil
+}
