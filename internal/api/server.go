@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/agentkernel/agentkernel/internal/object"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
@@ -27,6 +28,11 @@ type Options struct {
 	Sandboxes *sandbox.Manager
 	// MaxFileBytes limits file uploads and downloads (default 64 MiB).
 	MaxFileBytes int64
+	// Objects serves /v1/objects and /v1/audit when set.
+	Objects *object.Runtime
+	// Managed serves the Managed Agents API (agents, environments,
+	// sessions, session events) when set.
+	Managed *ManagedOptions
 }
 
 // Server holds the routes and their dependencies.
@@ -39,6 +45,7 @@ type Server struct {
 	// sandboxes is nil when the daemon runs without a sandbox layer.
 	sandboxes *sandbox.Manager
 	maxFile   int64
+	objects   *object.Runtime
 	mux       *http.ServeMux
 	handler   http.Handler
 }
@@ -61,6 +68,7 @@ func New(o Options) *Server {
 
 		sandboxes: o.Sandboxes,
 		maxFile:   o.MaxFileBytes,
+		objects:   o.Objects,
 	}
 	if s.maxFile <= 0 {
 		s.maxFile = 64 << 20
@@ -79,6 +87,12 @@ func New(o Options) *Server {
 
 	if s.sandboxes != nil {
 		s.registerSandboxRoutes()
+	}
+	if o.Managed != nil {
+		s.registerManagedRoutes(o.Managed)
+	}
+	if s.objects != nil {
+		s.registerObjectRoutes()
 	}
 
 	s.mux.HandleFunc("/", s.notFound)

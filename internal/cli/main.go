@@ -48,6 +48,7 @@ func (m *Main) commands() map[string]command {
 		"tenant":  {"manage tenants: create | ls (admin)", runTenant},
 		"sandbox": {"sandboxes: create | ls | get | exec | cp | stop | start | snapshot | backups | rm", runSandbox},
 		"image":   {"process-driver images: import NAME TARBALL | ls | rm NAME", runImage},
+		"object":  {"durable objects: call | get | ls | rm | alarm set|ls|rm | hibernate | checkpoint | define | classes | init", runObject},
 		"guest":   {"run the in-sandbox guest (PID 1 inside a sandbox; not for people)", runGuest},
 	}
 }

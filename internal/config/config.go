@@ -38,6 +38,8 @@ type Config struct {
 	// DurableObjects tunes the object runtime. (It cannot be [objects]:
 	// TOML does not allow a table and an array of tables with one name.)
 	DurableObjects DurableObjectsConfig `toml:"durable_objects"`
+	// Models maps model ids or prefixes to providers ([models."claude-*"]).
+	Models map[string]ModelConfig `toml:"models"`
 }
 
 // SandboxConfig holds the sandbox layer's defaults; a sandbox's own fields

@@ -98,5 +98,6 @@ func (c *Config) Validate() error {
 		add(&FieldError{Field: "sandbox.max_file_bytes", Value: fmt.Sprint(sb.MaxFileBytes), Accepted: "a positive number of bytes", Reason: "out of range"})
 	}
 	errs = append(errs, c.validateObjects()...)
+	errs = append(errs, c.validateModels()...)
 	return errors.Join(errs...)
 }

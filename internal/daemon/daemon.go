@@ -42,6 +42,9 @@ type Daemon struct {
 	registry  *prometheus.Registry
 	server    *api.Server
 	services  []Service
+	// events and runner serve the Managed Agents API (nil without it).
+	events *session.EventLog
+	runner *runnerSlot
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -81,12 +84,30 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, err
 		return nil, err
 	}
 	d.sandboxes, d.closers = mgr, closers
+	objects, err := newObjectRuntime(cfg, st, mgr, d.registry, log)
+	if err != nil {
+		d.closeStores()
+		return nil, err
+	}
 	if _, err := mgr.Recover(ctx); err != nil {
 		d.closeStores()
 		return nil, fmt.Errorf("recover sandboxes: %w", err)
 	}
 	d.AddService(mgr)
+	d.AddService(objects)
 	d.AddService(session.NewSweeper(st, session.SweeperConfig{Log: log}))
+	managed, events, runner := newManagedAPI(st, log)
+	if events != nil {
+		d.events, d.runner = events, runner
+		d.AddService(events)
+		rt, err := newSessionRuntime(cfg, managed.Store, events, mgr, log)
+		if err != nil {
+			d.closeStores()
+			return nil, err
+		}
+		runner.set(rt)
+		d.AddService(rt)
+	}
 	d.server = api.New(api.Options{
 		Store:        st,
 		Log:          log,
@@ -95,6 +116,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, err
 		Version:      version.String(),
 		Sandboxes:    mgr,
 		MaxFileBytes: cfg.Sandbox.MaxFileBytes,
+		Objects:      objects,
+		Managed:      managed,
 	})
 	return d, nil
 }
@@ -161,8 +184,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	// Services live until Stop, not until ctx: a shutdown that arrives while
+	// they start must still stop them cleanly, not fail their start.
+	svcCtx := context.WithoutCancel(ctx)
 	for i, s := range d.services {
-		if err := s.Start(ctx); err != nil {
+		if err := s.Start(svcCtx); err != nil {
 			for _, started := range d.services[:i] {
 				started.Stop()
 			}
@@ -175,6 +201,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	if d.events != nil {
+		// Event streams never end on their own; end them when shutdown
+		// starts so in-flight requests can finish (clients reconnect).
+		d.httpServer.RegisterOnShutdown(d.events.Close)
 	}
 	d.log.Info("agentkernel serving", "addr", d.Addr(), "version", version.String(),
 		"store", d.store.Engine(), "home", d.cfg.Home)

@@ -207,6 +207,7 @@ func (s *Server) routes() (http.Handler, error) {
 	mux.HandleFunc("GET /files/stat", s.handleStat)
 	mux.HandleFunc("POST /files/mkdir", s.handleMkdir)
 	mux.HandleFunc("POST /files/remove", s.handleRemove)
+	mux.Handle("POST /tools/{name}", newToolHandler(s))
 	proxy, err := s.proxy()
 	if err != nil {
 		return nil, err

@@ -1,0 +1,64 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Model providers a [models] entry may name.
+const (
+	ProviderAnthropic = "anthropic"
+	ProviderOpenAI    = "openai"
+	ProviderScripted  = "scripted"
+)
+
+// ModelConfig is one [models."<pattern>"] entry: the provider serving the
+// models whose id equals pattern, or starts with it when pattern ends in
+// "*" (e.g. [models."claude-*"]). Exact names win over prefixes, longer
+// prefixes over shorter. With no entry, "claude-*" uses the anthropic
+// provider with the SDK's environment (ANTHROPIC_API_KEY,
+// ANTHROPIC_BASE_URL).
+type ModelConfig struct {
+	// Provider is "anthropic", "openai" or "scripted".
+	Provider string `toml:"provider"`
+	// BaseURL overrides the provider's endpoint (ANTHROPIC_BASE_URL for
+	// anthropic; e.g. http://localhost:11434/v1 for Ollama).
+	BaseURL string `toml:"base_url"`
+	// APIKey overrides the provider's key (ANTHROPIC_API_KEY,
+	// OPENAI_API_KEY). Prefer APIKeyEnv to keep keys out of the file.
+	APIKey string `toml:"api_key"`
+	// APIKeyEnv names an environment variable that holds the key.
+	APIKeyEnv string `toml:"api_key_env"`
+	// File is the script of the scripted provider (JSON or YAML).
+	File string `toml:"file"`
+	// Model, when set, is the model name sent to the provider instead of
+	// the agent's model id.
+	Model string `toml:"model"`
+	// MaxTokens bounds one model response (default 8192).
+	MaxTokens int64 `toml:"max_tokens"`
+}
+
+// validateModels checks [models].
+func (c *Config) validateModels() []error {
+	var errs []error
+	for pattern, m := range c.Models {
+		f := func(k string) string { return fmt.Sprintf("models.%q.%s", pattern, k) }
+		if pattern == "" || pattern == "*" || strings.Count(pattern, "*") > 1 ||
+			(strings.Contains(pattern, "*") && !strings.HasSuffix(pattern, "*")) {
+			errs = append(errs, &FieldError{Field: fmt.Sprintf("models.%q", pattern), Accepted: `a model id, or a prefix ending in "*" such as "claude-*"`, Reason: "bad pattern"})
+		}
+		switch m.Provider {
+		case ProviderAnthropic, ProviderOpenAI:
+		case ProviderScripted:
+			if m.File == "" {
+				errs = append(errs, &FieldError{Field: f("file"), Accepted: "the path of a JSON or YAML script", Reason: `required when provider = "scripted"`})
+			}
+		default:
+			errs = append(errs, &FieldError{Field: f("provider"), Value: m.Provider, Accepted: `"anthropic", "openai" or "scripted"`, Reason: "unknown provider"})
+		}
+		if m.MaxTokens < 0 {
+			errs = append(errs, &FieldError{Field: f("max_tokens"), Value: fmt.Sprint(m.MaxTokens), Accepted: "0 (default) or a positive number", Reason: "negative"})
+		}
+	}
+	return errs
+}

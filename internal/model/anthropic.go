@@ -1,0 +1,203 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+)
+
+// AnthropicConfig configures the Messages API provider. Empty fields keep
+// the SDK's own defaults (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, …).
+type AnthropicConfig struct {
+	APIKey     string
+	AuthToken  string
+	BaseURL    string
+	HTTPClient *http.Client
+	// MaxRetries overrides the SDK's retry count (-1 keeps the default).
+	MaxRetries int
+}
+
+// Anthropic streams the Messages API through anthropic-sdk-go.
+type Anthropic struct {
+	client anthropic.Client
+}
+
+// NewAnthropic builds the provider.
+func NewAnthropic(cfg AnthropicConfig) *Anthropic {
+	var opts []option.RequestOption
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	} else if cfg.AuthToken != "" {
+		opts = append(opts, option.WithAuthToken(cfg.AuthToken))
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	if cfg.MaxRetries > 0 {
+		opts = append(opts, option.WithMaxRetries(cfg.MaxRetries))
+	}
+	return &Anthropic{client: anthropic.NewClient(opts...)}
+}
+
+// Stream implements Provider.
+func (a *Anthropic) Stream(ctx context.Context, req *Request, onBlock OnBlock) (*Response, error) {
+	params, err := anthropicParams(req)
+	if err != nil {
+		return nil, err
+	}
+	stream := a.client.Messages.NewStreaming(ctx, params)
+	defer stream.Close()
+	var msg anthropic.Message
+	for stream.Next() {
+		ev := stream.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			return partial(&msg), err
+		}
+		if ev.Type == "content_block_stop" && onBlock != nil && int(ev.Index) < len(msg.Content) {
+			if err := onBlock(fromAnthropicBlock(msg.Content[ev.Index])); err != nil {
+				return partial(&msg), err
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		if ctx.Err() != nil {
+			return partial(&msg), ctx.Err()
+		}
+		var ae *anthropic.Error
+		if errors.As(err, &ae) {
+			return partial(&msg), &APIError{Provider: ProviderAnthropic, Status: ae.StatusCode, Message: ae.Error(), Err: err}
+		}
+		return partial(&msg), err
+	}
+	resp := partial(&msg)
+	for _, b := range msg.Content {
+		resp.Content = append(resp.Content, fromAnthropicBlock(b))
+	}
+	resp.StopReason = string(msg.StopReason)
+	return resp, nil
+}
+
+func partial(msg *anthropic.Message) *Response {
+	return &Response{Usage: Usage{
+		InputTokens:              msg.Usage.InputTokens,
+		OutputTokens:             msg.Usage.OutputTokens,
+		CacheCreationInputTokens: msg.Usage.CacheCreationInputTokens,
+		CacheReadInputTokens:     msg.Usage.CacheReadInputTokens,
+	}}
+}
+
+func fromAnthropicBlock(b anthropic.ContentBlockUnion) Block {
+	switch b.Type {
+	case "text":
+		return Text(b.Text)
+	case "thinking":
+		return Block{Type: BlockThinking, Thinking: b.Thinking, Signature: b.Signature}
+	case "redacted_thinking":
+		return Block{Type: BlockRedactedThinking, Data: b.Data}
+	case "tool_use":
+		in := b.Input
+		if len(in) == 0 {
+			in = json.RawMessage("{}")
+		}
+		return Block{Type: BlockToolUse, ID: b.ID, Name: b.Name, Input: in}
+	}
+	return Block{Type: b.Type}
+}
+
+func anthropicParams(req *Request) (anthropic.MessageNewParams, error) {
+	p := anthropic.MessageNewParams{
+		Model:     anthropic.Model(req.Model),
+		MaxTokens: req.MaxTokens,
+	}
+	if p.MaxTokens <= 0 {
+		p.MaxTokens = DefaultMaxTokens
+	}
+	if req.System != "" {
+		p.System = []anthropic.TextBlockParam{{Text: req.System}}
+	}
+	for _, m := range req.Messages {
+		var blocks []anthropic.ContentBlockParamUnion
+		for _, b := range m.Content {
+			switch b.Type {
+			case BlockText:
+				if b.Text != "" {
+					blocks = append(blocks, anthropic.NewTextBlock(b.Text))
+				}
+			case BlockThinking:
+				blocks = append(blocks, anthropic.NewThinkingBlock(b.Signature, b.Thinking))
+			case BlockRedactedThinking:
+				blocks = append(blocks, anthropic.NewRedactedThinkingBlock(b.Data))
+			case BlockToolUse:
+				in := b.Input
+				if len(in) == 0 {
+					in = json.RawMessage("{}")
+				}
+				blocks = append(blocks, anthropic.NewToolUseBlock(b.ID, in, b.Name))
+			case BlockToolResult:
+				tr := anthropic.ToolResultBlockParam{ToolUseID: b.ToolUseID}
+				if b.IsError {
+					tr.IsError = anthropic.Bool(true)
+				}
+				for _, c := range b.Content {
+					if c.Type == BlockText {
+						tr.Content = append(tr.Content, anthropic.ToolResultBlockParamContentUnion{OfText: &anthropic.TextBlockParam{Text: c.Text}})
+					}
+				}
+				blocks = append(blocks, anthropic.ContentBlockParamUnion{OfToolResult: &tr})
+			}
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		if m.Role == RoleAssistant {
+			p.Messages = append(p.Messages, anthropic.NewAssistantMessage(blocks...))
+		} else {
+			p.Messages = append(p.Messages, anthropic.NewUserMessage(blocks...))
+		}
+	}
+	for _, t := range req.Tools {
+		schema, err := toolSchema(t.InputSchema)
+		if err != nil {
+			return p, err
+		}
+		tp := anthropic.ToolParam{Name: t.Name, InputSchema: schema}
+		if t.Description != "" {
+			tp.Description = anthropic.String(t.Description)
+		}
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: &tp})
+	}
+	return p, nil
+}
+
+func toolSchema(raw json.RawMessage) (anthropic.ToolInputSchemaParam, error) {
+	var s anthropic.ToolInputSchemaParam
+	if len(raw) == 0 {
+		return s, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return s, err
+	}
+	s.Properties = m["properties"]
+	if req, ok := m["required"].([]any); ok {
+		for _, r := range req {
+			if str, ok := r.(string); ok {
+				s.Required = append(s.Required, str)
+			}
+		}
+	}
+	delete(m, "properties")
+	delete(m, "required")
+	delete(m, "type")
+	if len(m) > 0 {
+		s.ExtraFields = m
+	}
+	return s, nil
+}

@@ -1,0 +1,179 @@
+package model
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Provider names.
+const (
+	ProviderAnthropic = "anthropic"
+	ProviderOpenAI    = "openai"
+	ProviderScripted  = "scripted"
+)
+
+// Route maps a model id, or a prefix ending in "*", to a provider.
+type Route struct {
+	Pattern   string
+	Provider  string
+	BaseURL   string
+	APIKey    string
+	APIKeyEnv string
+	File      string
+	// Model overrides the model name sent to the provider.
+	Model     string
+	MaxTokens int64
+}
+
+// RegistryConfig configures a Registry.
+type RegistryConfig struct {
+	Routes []Route
+	// Environ is os.Environ()-shaped; nil reads the process environment.
+	// The anthropic provider reads ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL
+	// from it, the openai provider OPENAI_API_KEY/OPENAI_BASE_URL.
+	Environ []string
+	// HTTPClient is used by the HTTP providers (default: the SDKs' own).
+	HTTPClient *http.Client
+	Log        *slog.Logger
+}
+
+// Resolved is a provider with the request defaults of its route.
+type Resolved struct {
+	Provider Provider
+	// Model is the name to send to the provider.
+	Model     string
+	MaxTokens int64
+	Route     Route
+}
+
+// Registry resolves model ids to providers, building each provider once.
+type Registry struct {
+	cfg    RegistryConfig
+	env    map[string]string
+	routes []Route
+
+	mu        sync.Mutex
+	providers map[string]Provider // by pattern
+}
+
+// DefaultRoute is used when no [models] entry matches a claude-* model.
+var DefaultRoute = Route{Pattern: "claude-*", Provider: ProviderAnthropic}
+
+// NewRegistry validates the routes. Providers are built on first use.
+func NewRegistry(cfg RegistryConfig) (*Registry, error) {
+	env := map[string]string{}
+	environ := cfg.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	routes := append([]Route(nil), cfg.Routes...)
+	hasClaude := false
+	for _, r := range routes {
+		switch r.Provider {
+		case ProviderAnthropic, ProviderOpenAI, ProviderScripted:
+		default:
+			return nil, fmt.Errorf("%w: models.%q.provider = %q (accepted: %q, %q or %q)", ErrNoProvider, r.Pattern, r.Provider, ProviderAnthropic, ProviderOpenAI, ProviderScripted)
+		}
+		if r.Pattern == DefaultRoute.Pattern {
+			hasClaude = true
+		}
+	}
+	if !hasClaude {
+		routes = append(routes, DefaultRoute)
+	}
+	// Exact names first, then prefixes longest first: the first match wins.
+	sort.SliceStable(routes, func(i, j int) bool {
+		pi, pj := strings.HasSuffix(routes[i].Pattern, "*"), strings.HasSuffix(routes[j].Pattern, "*")
+		if pi != pj {
+			return !pi
+		}
+		return len(routes[i].Pattern) > len(routes[j].Pattern)
+	})
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Registry{cfg: cfg, env: env, routes: routes, providers: map[string]Provider{}}, nil
+}
+
+// Match returns the route serving modelID.
+func (r *Registry) Match(modelID string) (Route, bool) {
+	for _, rt := range r.routes {
+		if p, ok := strings.CutSuffix(rt.Pattern, "*"); ok {
+			if strings.HasPrefix(modelID, p) {
+				return rt, true
+			}
+		} else if rt.Pattern == modelID {
+			return rt, true
+		}
+	}
+	return Route{}, false
+}
+
+// Resolve returns the provider of modelID. An unknown model is
+// ErrNoProvider with the configuration key to set.
+func (r *Registry) Resolve(modelID string) (*Resolved, error) {
+	rt, ok := r.Match(modelID)
+	if !ok {
+		return nil, fmt.Errorf("%w for model %q: add [models.%q] with provider = \"anthropic\", \"openai\" or \"scripted\" to agentkernel.toml",
+			ErrNoProvider, modelID, modelID)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.providers[rt.Pattern]
+	if !ok {
+		var err error
+		if p, err = r.build(rt); err != nil {
+			return nil, err
+		}
+		r.providers[rt.Pattern] = p
+	}
+	res := &Resolved{Provider: p, Model: modelID, MaxTokens: rt.MaxTokens, Route: rt}
+	if rt.Model != "" {
+		res.Model = rt.Model
+	}
+	if res.MaxTokens <= 0 {
+		res.MaxTokens = DefaultMaxTokens
+	}
+	return res, nil
+}
+
+func (r *Registry) build(rt Route) (Provider, error) {
+	key := rt.APIKey
+	if key == "" && rt.APIKeyEnv != "" {
+		key = r.env[rt.APIKeyEnv]
+	}
+	switch rt.Provider {
+	case ProviderAnthropic:
+		return NewAnthropic(AnthropicConfig{
+			APIKey: firstNonEmpty(key, r.env["ANTHROPIC_API_KEY"]), AuthToken: r.env["ANTHROPIC_AUTH_TOKEN"],
+			BaseURL: firstNonEmpty(rt.BaseURL, r.env["ANTHROPIC_BASE_URL"]), HTTPClient: r.cfg.HTTPClient,
+		}), nil
+	case ProviderOpenAI:
+		return NewOpenAI(OpenAIConfig{
+			APIKey:  firstNonEmpty(key, r.env["OPENAI_API_KEY"]),
+			BaseURL: firstNonEmpty(rt.BaseURL, r.env["OPENAI_BASE_URL"]), HTTPClient: r.cfg.HTTPClient,
+		}), nil
+	case ProviderScripted:
+		return LoadScript(rt.File)
+	}
+	return nil, fmt.Errorf("%w: provider %q", ErrNoProvider, rt.Provider)
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,173 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Script is the scripted provider's file: the assistant turns it plays.
+// The n-th model call of a conversation (n = the number of assistant
+// messages already in it) gets Turns[n], so a script is deterministic per
+// session and needs no state. With Loop the turns repeat.
+//
+// JSON or YAML (by extension), either this object or a bare list of turns:
+//
+//	{"turns": [
+//	  {"tool_calls": [{"name": "bash", "input": {"command": "echo hi > a.txt"}}]},
+//	  {"text": "Done."}
+//	]}
+type Script struct {
+	Turns []ScriptTurn `json:"turns"`
+	Loop  bool         `json:"loop,omitempty"`
+}
+
+// ScriptTurn is one assistant response.
+type ScriptTurn struct {
+	Thinking  string           `json:"thinking,omitempty"`
+	Text      string           `json:"text,omitempty"`
+	ToolCalls []ScriptToolCall `json:"tool_calls,omitempty"`
+	// StopReason defaults to tool_use when there are tool calls, else
+	// end_turn.
+	StopReason string `json:"stop_reason,omitempty"`
+	// DelayMS waits before answering (a slow model, for interrupt demos).
+	DelayMS int64  `json:"delay_ms,omitempty"`
+	Usage   *Usage `json:"usage,omitempty"`
+	// Error fails the call with this message instead of answering.
+	Error string `json:"error,omitempty"`
+}
+
+// ScriptToolCall is a tool call of a scripted turn.
+type ScriptToolCall struct {
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+// Scripted plays a Script.
+type Scripted struct {
+	script Script
+}
+
+// NewScripted returns a provider playing s.
+func NewScripted(s Script) *Scripted { return &Scripted{script: s} }
+
+// LoadScript reads a script file (JSON, or YAML for .yaml/.yml).
+func LoadScript(path string) (*Scripted, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scripted model: %w", err)
+	}
+	s, err := ParseScript(raw, strings.ToLower(filepath.Ext(path)))
+	if err != nil {
+		return nil, fmt.Errorf("scripted model %s: %w", path, err)
+	}
+	return NewScripted(s), nil
+}
+
+// ParseScript decodes a script; ext ".yaml"/".yml" selects YAML.
+func ParseScript(raw []byte, ext string) (Script, error) {
+	if ext == ".yaml" || ext == ".yml" {
+		var v any
+		if err := yaml.Unmarshal(raw, &v); err != nil {
+			return Script{}, err
+		}
+		var err error
+		if raw, err = json.Marshal(v); err != nil {
+			return Script{}, err
+		}
+	}
+	var s Script
+	trimmed := strings.TrimSpace(string(raw))
+	if strings.HasPrefix(trimmed, "[") {
+		if err := json.Unmarshal(raw, &s.Turns); err != nil {
+			return Script{}, err
+		}
+	} else if err := json.Unmarshal(raw, &s); err != nil {
+		return Script{}, err
+	}
+	if len(s.Turns) == 0 {
+		return Script{}, fmt.Errorf("no turns")
+	}
+	for i, t := range s.Turns {
+		for j, c := range t.ToolCalls {
+			if c.Name == "" {
+				return Script{}, fmt.Errorf("turns[%d].tool_calls[%d]: name is required", i, j)
+			}
+		}
+	}
+	return s, nil
+}
+
+// Stream implements Provider.
+func (s *Scripted) Stream(ctx context.Context, req *Request, onBlock OnBlock) (*Response, error) {
+	n := 0
+	for _, m := range req.Messages {
+		if m.Role == RoleAssistant {
+			n++
+		}
+	}
+	if n >= len(s.script.Turns) {
+		if !s.script.Loop {
+			return nil, fmt.Errorf("%w (%d turns, call %d)", ErrScriptExhausted, len(s.script.Turns), n+1)
+		}
+		n %= len(s.script.Turns)
+	}
+	t := s.script.Turns[n]
+	if t.DelayMS > 0 {
+		tm := time.NewTimer(time.Duration(t.DelayMS) * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			tm.Stop()
+			return &Response{}, ctx.Err()
+		case <-tm.C:
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return &Response{}, err
+	}
+	if t.Error != "" {
+		return &Response{}, &APIError{Provider: ProviderScripted, Status: 500, Message: t.Error}
+	}
+	resp := &Response{StopReason: t.StopReason}
+	if t.Thinking != "" {
+		resp.Content = append(resp.Content, Block{Type: BlockThinking, Thinking: t.Thinking})
+	}
+	if t.Text != "" {
+		resp.Content = append(resp.Content, Text(t.Text))
+	}
+	for i, c := range t.ToolCalls {
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("toolu_script_%d_%d", n, i)
+		}
+		in := c.Input
+		if len(in) == 0 {
+			in = json.RawMessage("{}")
+		}
+		resp.Content = append(resp.Content, Block{Type: BlockToolUse, ID: id, Name: c.Name, Input: in})
+	}
+	if resp.StopReason == "" {
+		resp.StopReason = StopEndTurn
+		if len(t.ToolCalls) > 0 {
+			resp.StopReason = StopToolUse
+		}
+	}
+	if t.Usage != nil {
+		resp.Usage = *t.Usage
+	}
+	if onBlock != nil {
+		for _, b := range resp.Content {
+			if err := onBlock(b); err != nil {
+				return resp, err
+			}
+		}
+	}
+	return resp, nil
+}

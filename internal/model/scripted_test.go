@@ -1,0 +1,78 @@
+package model_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentkernel/agentkernel/internal/model"
+)
+
+func TestScriptedPlaysTurnsByPosition(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "demo.yaml")
+	if err := os.WriteFile(path, []byte(`
+turns:
+  - text: "Writing the file."
+    tool_calls:
+      - name: bash
+        input: {command: "echo hi > a.txt"}
+  - text: "Done."
+    usage: {input_tokens: 3, output_tokens: 2}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := model.LoadScript(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: []model.Block{model.Text("go")}}}}
+	r1, err := p.Stream(context.Background(), req, nil)
+	if err != nil || r1.StopReason != model.StopToolUse || len(r1.ToolUses()) != 1 || string(r1.ToolUses()[0].Input) != `{"command":"echo hi \u003e a.txt"}` && string(r1.ToolUses()[0].Input) != `{"command":"echo hi > a.txt"}` {
+		t.Fatalf("first: %+v %v", r1, err)
+	}
+	req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Content: r1.Content},
+		model.Message{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockToolResult, ToolUseID: r1.ToolUses()[0].ID}}})
+	r2, err := p.Stream(context.Background(), req, nil)
+	if err != nil || r2.StopReason != model.StopEndTurn || r2.Content[0].Text != "Done." || r2.Usage.OutputTokens != 2 {
+		t.Fatalf("second: %+v %v", r2, err)
+	}
+	req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Content: r2.Content})
+	if _, err := p.Stream(context.Background(), req, nil); !errors.Is(err, model.ErrScriptExhausted) {
+		t.Fatalf("third: %v", err)
+	}
+}
+
+func TestScriptedJSONListAndLoop(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.json")
+	if err := os.WriteFile(path, []byte(`[{"text":"one"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := model.LoadScript(path); err != nil {
+		t.Fatal(err)
+	}
+	s, err := model.ParseScript([]byte(`{"loop":true,"turns":[{"text":"a"},{"text":"b"}]}`), ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := model.NewScripted(s)
+	msgs := []model.Message{{Role: model.RoleUser}, {Role: model.RoleAssistant}, {Role: model.RoleUser}, {Role: model.RoleAssistant}, {Role: model.RoleUser}}
+	r, err := p.Stream(context.Background(), &model.Request{Messages: msgs}, nil)
+	if err != nil || r.Content[0].Text != "a" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if _, err := model.ParseScript([]byte(`{"turns":[]}`), ".json"); err == nil {
+		t.Fatal("empty script accepted")
+	}
+}
+
+func TestScriptedDelayIsInterruptible(t *testing.T) {
+	p := model.NewScripted(model.Script{Turns: []model.ScriptTurn{{Text: "slow", DelayMS: 60_000}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := p.Stream(ctx, &model.Request{}, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,258 @@
+package session
+
+import (
+	"encoding/json"
+
+	"github.com/agentkernel/agentkernel/internal/model"
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+// convo is a session's conversation folded from its event log, the one
+// source of truth: a worker that starts fresh rebuilds it by folding every
+// event in Seq order, and a running turn keeps it current by folding the
+// events it appends. Queued user.message events join the conversation only
+// at the session.status_running event of the turn that takes them, so a
+// message sent during a turn is answered by the next turn, in order.
+type convo struct {
+	seq  int64
+	msgs []model.Message
+	// The user content gathered since the last assistant message: tool
+	// results first (the Messages API requires them to lead), then text.
+	results  []model.Block
+	userText []model.Block
+	// queued are user.message events no turn has taken yet.
+	queued []queuedMsg
+	// open are the tool uses of the last assistant message without a
+	// result yet, in order.
+	open []*call
+	// requiresAction: the last turn ended waiting for custom tool results
+	// or confirmations.
+	requiresAction bool
+	// lastUserSeq is the Seq of the newest user event folded.
+	lastUserSeq int64
+	// raw holds the provider's own blocks for events this worker appended
+	// (thinking signatures the events do not carry), by event id.
+	raw map[string]model.Block
+}
+
+type queuedMsg struct {
+	seq    int64
+	blocks []model.Block
+}
+
+// call is a tool use waiting for its result.
+type call struct {
+	eventID string
+	name    string
+	input   json.RawMessage
+	custom  bool
+	// ask: the tool waits for user.tool_confirmation; decision is "allow"
+	// or "deny" once it arrived.
+	ask         bool
+	decision    string
+	denyMessage string
+}
+
+func newConvo() *convo { return &convo{raw: map[string]model.Block{}} }
+
+// wire shapes read from events.
+type (
+	contentBlock struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	eventBody struct {
+		Type                string          `json:"type"`
+		Content             []contentBlock  `json:"content"`
+		Name                string          `json:"name"`
+		Input               json.RawMessage `json:"input"`
+		EvaluatedPermission string          `json:"evaluated_permission"`
+		ToolUseID           string          `json:"tool_use_id"`
+		CustomToolUseID     string          `json:"custom_tool_use_id"`
+		IsError             bool            `json:"is_error"`
+		Result              string          `json:"result"`
+		DenyMessage         string          `json:"deny_message"`
+		StopReason          *struct {
+			Type string `json:"type"`
+		} `json:"stop_reason"`
+	}
+)
+
+func textBlocks(cs []contentBlock) []model.Block {
+	var out []model.Block
+	for _, c := range cs {
+		switch c.Type {
+		case "text":
+			out = append(out, model.Text(c.Text))
+		case "":
+		default:
+			out = append(out, model.Text("["+c.Type+" omitted: agentkernel passes text content only]"))
+		}
+	}
+	return out
+}
+
+func joinText(cs []contentBlock) []model.Block {
+	var s string
+	for _, c := range cs {
+		if c.Type == "text" {
+			s += c.Text
+		}
+	}
+	return []model.Block{model.Text(s)}
+}
+
+// fold applies one event. Events must come in Seq order.
+func (c *convo) fold(ev store.SessionEvent) {
+	if ev.Seq <= c.seq {
+		return
+	}
+	c.seq = ev.Seq
+	var b eventBody
+	if err := json.Unmarshal(ev.Data, &b); err != nil {
+		return
+	}
+	switch ev.Type {
+	case EventUserMessage:
+		c.lastUserSeq = ev.Seq
+		c.queued = append(c.queued, queuedMsg{seq: ev.Seq, blocks: textBlocks(b.Content)})
+	case EventUserInterrupt:
+		c.lastUserSeq = ev.Seq
+	case EventStatusRunning:
+		c.requiresAction = false
+		for _, q := range c.queued {
+			c.userText = append(c.userText, q.blocks...)
+		}
+		c.queued = nil
+	case EventAgentMessage:
+		for _, t := range textBlocks(b.Content) {
+			c.addAssistant(t)
+		}
+	case EventAgentThinking:
+		if r, ok := c.raw[ev.ID]; ok {
+			c.addAssistant(r)
+		}
+	case EventAgentToolUse, EventAgentCustomToolUse:
+		in := b.Input
+		if len(in) == 0 || string(in) == "null" {
+			in = json.RawMessage("{}")
+		}
+		// The event id is the tool use id the model sees from now on, so
+		// results (which name the event) always match their call.
+		c.addAssistant(model.Block{Type: model.BlockToolUse, ID: ev.ID, Name: b.Name, Input: in})
+		c.open = append(c.open, &call{eventID: ev.ID, name: b.Name, input: in,
+			custom: ev.Type == EventAgentCustomToolUse, ask: b.EvaluatedPermission == "ask"})
+	case EventAgentToolResult:
+		if c.take(b.ToolUseID) != nil {
+			c.results = append(c.results, model.Block{Type: model.BlockToolResult, ToolUseID: b.ToolUseID, Content: joinText(b.Content), IsError: b.IsError})
+		}
+	case EventUserCustomToolResult:
+		c.lastUserSeq = ev.Seq
+		if cl := c.find(b.CustomToolUseID); cl != nil && cl.custom {
+			c.take(b.CustomToolUseID)
+			c.results = append(c.results, model.Block{Type: model.BlockToolResult, ToolUseID: b.CustomToolUseID, Content: joinText(b.Content), IsError: b.IsError})
+		}
+	case EventUserToolConfirmation:
+		c.lastUserSeq = ev.Seq
+		if cl := c.find(b.ToolUseID); cl != nil && cl.ask && cl.decision == "" {
+			cl.decision, cl.denyMessage = b.Result, b.DenyMessage
+		}
+	case EventStatusIdle:
+		c.requiresAction = b.StopReason != nil && b.StopReason.Type == StopRequiresAction
+	}
+}
+
+func (c *convo) find(id string) *call {
+	for _, cl := range c.open {
+		if cl.eventID == id {
+			return cl
+		}
+	}
+	return nil
+}
+
+func (c *convo) take(id string) *call {
+	for i, cl := range c.open {
+		if cl.eventID == id {
+			c.open = append(c.open[:i:i], c.open[i+1:]...)
+			return cl
+		}
+	}
+	return nil
+}
+
+func (c *convo) addAssistant(b model.Block) {
+	c.flushUser()
+	if n := len(c.msgs); n > 0 && c.msgs[n-1].Role == model.RoleAssistant {
+		c.msgs[n-1].Content = append(c.msgs[n-1].Content, b)
+		return
+	}
+	c.msgs = append(c.msgs, model.Message{Role: model.RoleAssistant, Content: []model.Block{b}})
+}
+
+// flushUser closes the gathered user content into a message. Tool uses
+// still open then never got a result (the turn was interrupted, or the
+// user moved on): they get an error result, since every tool use needs one.
+func (c *convo) flushUser() {
+	if len(c.results) == 0 && len(c.userText) == 0 {
+		return
+	}
+	c.closeOpen()
+	content := append(append([]model.Block(nil), c.results...), c.userText...)
+	c.msgs = append(c.msgs, model.Message{Role: model.RoleUser, Content: content})
+	c.results, c.userText = nil, nil
+}
+
+// closeOpen gives every open tool use an error result.
+func (c *convo) closeOpen() {
+	for _, cl := range c.open {
+		msg := "This tool call has no result: the turn was interrupted or the user sent a new message instead."
+		if cl.custom {
+			msg = "No result was provided for this custom tool call before the conversation moved on."
+		}
+		c.results = append(c.results, model.Block{Type: model.BlockToolResult, ToolUseID: cl.eventID, Content: []model.Block{model.Text(msg)}, IsError: true})
+	}
+	c.open = nil
+}
+
+// awaiting reports whether some tool use still waits for the user (a
+// custom tool result or a confirmation).
+func (c *convo) awaiting() bool {
+	for _, cl := range c.open {
+		if cl.custom || (cl.ask && cl.decision == "") {
+			return true
+		}
+	}
+	return false
+}
+
+// needsTurn: messages are queued, or everything the last turn waited for
+// has arrived.
+func (c *convo) needsTurn() bool {
+	return len(c.queued) > 0 || (c.requiresAction && !c.awaiting())
+}
+
+// decided returns the open tool uses whose confirmation arrived; the turn
+// runs (allow) or refuses (deny) them before it calls the model.
+func (c *convo) decided() []*call {
+	var out []*call
+	for _, cl := range c.open {
+		if cl.ask && cl.decision != "" {
+			out = append(out, cl)
+		}
+	}
+	return out
+}
+
+// messages returns the conversation for the next model call: everything
+// folded plus the gathered user content. Tool uses still open get their
+// error result now, so the model never sees a call without one.
+func (c *convo) messages() []model.Message {
+	c.closeOpen()
+	out := append([]model.Message(nil), c.msgs...)
+	if len(c.results) > 0 || len(c.userText) > 0 {
+		content := append(append([]model.Block(nil), c.results...), c.userText...)
+		out = append(out, model.Message{Role: model.RoleUser, Content: content})
+	}
+	return out
+}

@@ -1,0 +1,241 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentkernel/agentkernel/internal/clock"
+	"github.com/agentkernel/agentkernel/internal/guest"
+	"github.com/agentkernel/agentkernel/internal/model"
+	"github.com/agentkernel/agentkernel/internal/sandbox"
+	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/agentkernel/agentkernel/internal/tools"
+)
+
+// Appender persists events and publishes them to live subscribers
+// (*EventLog).
+type Appender interface {
+	Append(ctx context.Context, sessionID string, evs []store.NewEvent) ([]store.SessionEvent, error)
+}
+
+// Models resolves a model id to its provider (*model.Registry).
+type Models interface {
+	Resolve(modelID string) (*model.Resolved, error)
+}
+
+// Sandboxes is the part of the sandbox manager the runtime uses.
+type Sandboxes interface {
+	Create(ctx context.Context, p sandbox.CreateParams) (*sandbox.Info, error)
+	Client(ctx context.Context, tenantID, id string, fn func(c *guest.Client) error) error
+	Destroy(ctx context.Context, tenantID, id string) (*sandbox.Info, error)
+}
+
+// RuntimeConfig configures a Runtime.
+type RuntimeConfig struct {
+	Store     store.ManagedStore
+	Events    Appender
+	Models    Models
+	Sandboxes Sandboxes
+	// Owner names this process in run rows: node id and boot id.
+	Owner string
+	// Lease is how long a run row stays owned without renewal (default
+	// 30s); the turn renews it every Lease/3.
+	Lease time.Duration
+	// ToolLimits bound each built-in tool call.
+	ToolLimits tools.Limits
+	// MaxSteps bounds model calls per turn (default 100).
+	MaxSteps int
+	// IdleWorker is how long a session's worker lingers with nothing to do
+	// before it exits (default 1m).
+	IdleWorker time.Duration
+	Clock      clock.Clock
+	Log        *slog.Logger
+}
+
+// Errors of the runtime.
+var (
+	ErrStopped    = errors.New("session runtime stopped")
+	errInterrupt  = errors.New("interrupted by user.interrupt")
+	errDestroying = errors.New("session is being destroyed")
+)
+
+// Runtime runs the turns of Managed Agents sessions: one worker per
+// session with work, fed by the durable queue of user events in the store
+// (seed 000's SessionDO, derived status and all).
+type Runtime struct {
+	cfg RuntimeConfig
+	log *slog.Logger
+
+	mu          sync.Mutex
+	ctx         context.Context
+	cancel      context.CancelFunc
+	stopped     bool
+	workers     map[string]*worker
+	terminating map[string]bool
+	wg          sync.WaitGroup
+}
+
+// NewRuntime validates cfg and fills defaults. Nothing runs until Start.
+func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
+	if cfg.Store == nil || cfg.Events == nil || cfg.Models == nil {
+		return nil, errors.New("session: runtime needs a store, an event log and models")
+	}
+	if cfg.Owner == "" {
+		return nil, errors.New("session: runtime needs an owner (node id and boot id)")
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 30 * time.Second
+	}
+	if cfg.MaxSteps <= 0 {
+		cfg.MaxSteps = 100
+	}
+	if cfg.IdleWorker <= 0 {
+		cfg.IdleWorker = time.Minute
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Runtime{cfg: cfg, log: cfg.Log, workers: map[string]*worker{}, terminating: map[string]bool{}}, nil
+}
+
+// Start lets Wake run workers. It returns at once.
+func (r *Runtime) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return ErrStopped
+	}
+	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	return nil
+}
+
+// Stop aborts running turns (each still ends with its session.error and
+// session.status_idle) and waits for every worker. Idempotent.
+func (r *Runtime) Stop() {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	r.stopped = true
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+// Wake tells the session's worker that user events were appended. It
+// never blocks; a worker is started when the session has none.
+func (r *Runtime) Wake(sessionID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped || r.ctx == nil || r.terminating[sessionID] {
+		return
+	}
+	w := r.workers[sessionID]
+	if w == nil {
+		w = newWorker(r, sessionID)
+		r.workers[sessionID] = w
+		r.wg.Add(1)
+		go w.run(r.ctx)
+	}
+	w.notify()
+}
+
+// exitIfIdle removes w when no wake-up arrived since it decided to exit.
+// Wake notifies under r.mu, so a wake-up is never lost.
+func (r *Runtime) exitIfIdle(w *worker) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(w.wake) > 0 && !r.stopped {
+		return false
+	}
+	delete(r.workers, w.id)
+	return true
+}
+
+// Destroy terminates a session (seed 000's destroy sequence): a running
+// turn is aborted and ends, terminated_at is set and
+// session.status_terminated appended, then the sandbox takes its final
+// workspace snapshot and is destroyed. Events sent afterwards are the
+// API's to reject; the API deletes the record afterwards.
+func (r *Runtime) Destroy(ctx context.Context, tenantID, sessionID string) error {
+	s, err := r.cfg.Store.GetManagedSession(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	if s.TenantID != tenantID {
+		return fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
+	}
+	r.mu.Lock()
+	r.terminating[sessionID] = true
+	w := r.workers[sessionID]
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.terminating, sessionID)
+		r.mu.Unlock()
+	}()
+	if w != nil {
+		w.abortTurn(errDestroying)
+		w.waitTurn(ctx)
+	}
+	already := s.TerminatedAt != nil
+	if !already {
+		now := r.cfg.Clock.Now()
+		s, err = r.updateSession(ctx, sessionID, func(s *store.ManagedSession) bool {
+			if s.TerminatedAt != nil {
+				return false
+			}
+			s.TerminatedAt = &now
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		if _, err := r.cfg.Events.Append(ctx, sessionID, []store.NewEvent{newEvent(EventStatusTerminated, nil)}); err != nil {
+			return err
+		}
+	}
+	if s.SandboxID != "" && r.cfg.Sandboxes != nil {
+		if _, err := r.cfg.Sandboxes.Destroy(ctx, tenantID, s.SandboxID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("session %s: destroy sandbox %s: %w", sessionID, s.SandboxID, err)
+		}
+	}
+	r.log.InfoContext(ctx, "session terminated", "session", sessionID, "sandbox", s.SandboxID)
+	return nil
+}
+
+func (r *Runtime) isTerminating(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.terminating[id]
+}
+
+// updateSession applies fn to the session and writes it with the store's
+// version check, re-reading on a conflict. fn returns false to write
+// nothing.
+func (r *Runtime) updateSession(ctx context.Context, id string, fn func(s *store.ManagedSession) bool) (*store.ManagedSession, error) {
+	for attempt := 0; ; attempt++ {
+		s, err := r.cfg.Store.GetManagedSession(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !fn(s) {
+			return s, nil
+		}
+		out, err := r.cfg.Store.UpdateManagedSession(ctx, s)
+		if errors.Is(err, store.ErrVersionMismatch) && attempt < 20 {
+			continue
+		}
+		return out, err
+	}
+}

@@ -1,0 +1,126 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentkernel/agentkernel/internal/sandbox"
+	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/agentkernel/agentkernel/internal/tools"
+)
+
+// runAllowed gives a result to every open tool use that needs nothing from
+// the user: built-in tools that run without confirmation, confirmed ones
+// (run) and refused ones (the deny message), and unknown tools (an error).
+// Custom tools and unconfirmed calls stay open.
+func (w *worker) runAllowed(ctx context.Context, ts *turnState) error {
+	pending := append([]*call(nil), w.conv.open...)
+	for _, cl := range pending {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if cl.custom || (cl.ask && cl.decision == "") {
+			continue
+		}
+		var (
+			text    string
+			isError bool
+			err     error
+		)
+		switch {
+		case cl.ask && cl.decision != "allow":
+			text, isError = "The user denied this tool call.", true
+			if cl.denyMessage != "" {
+				text += " " + cl.denyMessage
+			}
+		case ts.agent.Tools.Kind(cl.name) != tools.KindBuiltin:
+			text, isError = fmt.Sprintf("Unknown tool %q: this agent has no such tool.", cl.name), true
+		default:
+			text, isError, err = w.runTool(ctx, ts, cl)
+		}
+		if err != nil && ctx.Err() != nil {
+			text, isError = "The tool call was interrupted.", true
+		}
+		ev := newEvent(EventAgentToolResult, map[string]any{"tool_use_id": cl.eventID, "content": textContent(text), "is_error": isError})
+		evs, aerr := w.r.cfg.Events.Append(context.WithoutCancel(ctx), w.id, []store.NewEvent{ev})
+		if aerr != nil {
+			return aerr
+		}
+		w.appended(ctx, evs)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runDecided runs the calls whose confirmation arrived while the session
+// was idle (a resumed turn).
+func (w *worker) runDecided(ctx context.Context, ts *turnState) error {
+	if len(w.conv.decided()) == 0 {
+		return nil
+	}
+	return w.runAllowed(ctx, ts)
+}
+
+// runTool runs a built-in tool in the session's sandbox. A failing tool is
+// a result with isError; err means the call could not be made (the turn
+// ends with session.error).
+func (w *worker) runTool(ctx context.Context, ts *turnState, cl *call) (string, bool, error) {
+	r := w.r
+	if r.cfg.Sandboxes == nil {
+		return "", false, errors.New("this agentkernel runs without a sandbox layer: built-in tools are unavailable")
+	}
+	sbID, err := w.ensureSandbox(ctx, ts)
+	if err != nil {
+		return "", false, err
+	}
+	res, err := tools.Run(ctx, r.cfg.Sandboxes, ts.s.TenantID, sbID, cl.name, cl.input, r.cfg.ToolLimits)
+	if err != nil {
+		return "", false, fmt.Errorf("tool %s in sandbox %s: %w", cl.name, sbID, err)
+	}
+	return res.Content, res.IsError, nil
+}
+
+// ensureSandbox returns the session's sandbox, creating it at the first
+// tool call (SessionKey = session id, Environment = environment id) with
+// the environment's agentkernel.* metadata over the [sandbox] defaults.
+func (w *worker) ensureSandbox(ctx context.Context, ts *turnState) (string, error) {
+	r := w.r
+	if ts.s.SandboxID != "" {
+		return ts.s.SandboxID, nil
+	}
+	if cur, err := r.cfg.Store.GetManagedSession(ctx, w.id); err == nil && cur.SandboxID != "" {
+		ts.s = cur
+		return cur.SandboxID, nil
+	}
+	var spec envSpec
+	if ts.s.EnvironmentID != "" {
+		env, err := r.cfg.Store.GetEnvironment(ctx, ts.s.EnvironmentID)
+		if err != nil {
+			return "", fmt.Errorf("environment %s: %w", ts.s.EnvironmentID, err)
+		}
+		if spec, err = parseEnvironment(env); err != nil {
+			return "", err
+		}
+	}
+	info, err := r.cfg.Sandboxes.Create(ctx, sandbox.CreateParams{
+		TenantID: ts.s.TenantID, Driver: spec.Driver, Image: spec.Image, Network: spec.Network,
+		SleepAfter: spec.SleepAfter, Environment: ts.s.EnvironmentID, SessionKey: w.id,
+		Metadata: map[string]string{"agentkernel.session": w.id},
+	})
+	if err != nil {
+		return "", fmt.Errorf("create the session's sandbox: %w", err)
+	}
+	s, err := r.updateSession(context.WithoutCancel(ctx), w.id, func(s *store.ManagedSession) bool {
+		s.SandboxID = info.ID
+		return true
+	})
+	if err != nil {
+		return "", err
+	}
+	ts.s = s
+	r.log.InfoContext(ctx, "session sandbox created", "session", w.id, "sandbox", info.ID, "driver", info.Driver)
+	return info.ID, nil
+}

@@ -1,0 +1,160 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+// worker runs one session's turns, one at a time, on its own goroutine.
+// It owns the session's folded conversation.
+type worker struct {
+	r    *Runtime
+	id   string
+	wake chan struct{}
+	conv *convo
+	// agent caches the parsed agent (by id and version).
+	agent    *agentSpec
+	agentKey string
+
+	mu       sync.Mutex
+	abort    context.CancelCauseFunc // of the running turn, nil between turns
+	turnDone chan struct{}
+}
+
+func newWorker(r *Runtime, id string) *worker {
+	return &worker{r: r, id: id, wake: make(chan struct{}, 1)}
+}
+
+func (w *worker) notify() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) run(ctx context.Context) {
+	defer w.r.wg.Done()
+	idle := time.NewTimer(w.r.cfg.IdleWorker)
+	defer idle.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			w.r.exitIfIdle(w)
+			return
+		case <-w.wake:
+			w.drain(ctx)
+			idle.Reset(w.r.cfg.IdleWorker)
+		case <-idle.C:
+			if w.r.exitIfIdle(w) {
+				return
+			}
+			idle.Reset(w.r.cfg.IdleWorker)
+		}
+	}
+}
+
+// drain runs turns while the queue has work: queued user messages, or the
+// results and confirmations a requires_action turn waited for.
+func (w *worker) drain(ctx context.Context) {
+	for ctx.Err() == nil && !w.r.isTerminating(w.id) {
+		s, err := w.r.cfg.Store.GetManagedSession(ctx, w.id)
+		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) {
+				w.r.log.WarnContext(ctx, "session load", "session", w.id, "err", err)
+			}
+			return
+		}
+		if s.TerminatedAt != nil || s.ArchivedAt != nil {
+			return
+		}
+		if w.conv == nil {
+			w.conv = newConvo()
+		}
+		if err := w.sync(ctx); err != nil {
+			w.r.log.WarnContext(ctx, "session events load", "session", w.id, "err", err)
+			return
+		}
+		if !w.conv.needsTurn() {
+			// Nothing to run (e.g. an interrupt with no turn running): the
+			// user events up to here are processed all the same.
+			if s.ProcessedSeq < w.conv.lastUserSeq {
+				w.setProcessed(ctx, w.conv.lastUserSeq)
+			}
+			return
+		}
+		w.turn(ctx, s)
+	}
+}
+
+// sync folds the events appended since the conversation's last Seq.
+func (w *worker) sync(ctx context.Context) error {
+	for {
+		evs, err := w.r.cfg.Store.ListEvents(ctx, store.ListEventsParams{SessionID: w.id, AfterSeq: w.conv.seq, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			w.conv.fold(ev)
+		}
+		if len(evs) < 1000 {
+			return nil
+		}
+	}
+}
+
+// appended folds events this worker just appended. When nothing else was
+// appended in between (the usual case) they fold directly; otherwise the
+// gap is read from the store so the fold stays in Seq order.
+func (w *worker) appended(ctx context.Context, evs []store.SessionEvent) {
+	if len(evs) == 0 {
+		return
+	}
+	if evs[0].Seq != w.conv.seq+1 {
+		if err := w.sync(ctx); err == nil {
+			return
+		}
+	}
+	for _, ev := range evs {
+		w.conv.fold(ev)
+	}
+}
+
+func (w *worker) setProcessed(ctx context.Context, seq int64) {
+	_, err := w.r.updateSession(ctx, w.id, func(s *store.ManagedSession) bool {
+		if s.ProcessedSeq >= seq {
+			return false
+		}
+		s.ProcessedSeq = seq
+		return true
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		w.r.log.WarnContext(ctx, "session processed_seq", "session", w.id, "err", err)
+	}
+}
+
+// abortTurn cancels the running turn, if any.
+func (w *worker) abortTurn(cause error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.abort != nil {
+		w.abort(cause)
+	}
+}
+
+// waitTurn waits until no turn runs.
+func (w *worker) waitTurn(ctx context.Context) {
+	w.mu.Lock()
+	done := w.turnDone
+	w.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
