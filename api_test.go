@@ -191,7 +191,7 @@ func TestBadRequestBodies(t *testing.T) {
 		{"trailing data", `{"name":"a"} {"name":"b"}`, 400, "single JSON object"},
 		{"empty", ``, 400, "empty"},
 		{"bad name", `{"name":"Bad Name!"}`, 422, `"name"`},
-		{"oversized", `{"name":"` + strings.Repeat("a", 2<<20) + `"}`, 413, "1048576 bytes"},
+		{"oversized", `{"name":"` + strings.Repeat("a", 2<<20) + `"}`, 413, "2097152 bytes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

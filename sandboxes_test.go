@@ -57,6 +57,14 @@ func TestSandboxRoundTripThroughSDK(t *testing.T) {
 	if err != nil || !bytes.Equal(b, []byte{0, 1, 2, 255}) {
 		t.Fatalf("read file: %v %v", b, err)
 	}
+	// Files are bounded by sandbox.max_file_bytes, not by the JSON body limit.
+	big := bytes.Repeat([]byte("0123456789abcdef"), 3<<20/16)
+	if err := c.Sandboxes.WriteFile(ctx, sb.ID, "big.bin", bytes.NewReader(big), 0); err != nil {
+		t.Fatalf("3 MiB upload: %v", err)
+	}
+	if b, err := c.Sandboxes.ReadFile(ctx, sb.ID, "big.bin"); err != nil || !bytes.Equal(b, big) {
+		t.Fatalf("3 MiB download: %d bytes, %v", len(b), err)
+	}
 	var out, errOut bytes.Buffer
 	sres, err := c.Sandboxes.ExecStream(ctx, sb.ID, agentkernel.ExecParams{Command: "for i in 1 2 3; do echo $i; done; echo e >&2"}, &out, &errOut)
 	if err != nil || sres.ExitCode != 0 || out.String() != "1\n2\n3\n" || errOut.String() != "e\n" {

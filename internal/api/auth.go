@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/agentkernel/agentkernel/internal/auth"
-	"github.com/agentkernel/agentkernel/internal/store"
 )
 
 // Principal is who is calling: the key and its tenant.
@@ -45,8 +44,8 @@ func (s *Server) authenticated(h http.HandlerFunc) http.HandlerFunc {
 				"missing API key: send it in the x-api-key header or as Authorization: Bearer <key>"))
 			return
 		}
-		k, err := s.store.GetAPIKeyByHash(r.Context(), auth.Hash(secret))
-		if errors.Is(err, store.ErrNotFound) || (err == nil && k.RevokedAt != nil) {
+		p, err := s.keys.lookup(r.Context(), s.store, auth.Hash(secret))
+		if errors.Is(err, errInvalidKey) {
 			s.writeError(w, r, Errorf(http.StatusUnauthorized, TypeAuthentication, "invalid API key"))
 			return
 		}
@@ -54,7 +53,6 @@ func (s *Server) authenticated(h http.HandlerFunc) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		p := Principal{KeyID: k.ID, TenantID: k.TenantID, Admin: k.Admin}
 		h(w, r.WithContext(context.WithValue(r.Context(), ctxPrincipal, p)))
 	}
 }

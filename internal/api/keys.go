@@ -67,6 +67,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.keys.purge() // a cached "invalid" for this secret must not outlive its creation
 	out := toKeyJSON(k)
 	out.Secret = secret
 	writeJSON(w, http.StatusCreated, out)
@@ -130,6 +131,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.keys.purge()
 	k, err := s.store.GetAPIKey(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -62,6 +63,16 @@ func (w *statusWriter) Flush() {
 // Unwrap lets http.ResponseController reach the real writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// bodyLimit is server.max_body_bytes for JSON requests; file uploads have
+// their own, larger limit (sandbox.max_file_bytes), enforced by their
+// handler with a message naming it.
+func (s *Server) bodyLimit(r *http.Request) int64 {
+	if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/sandboxes/") && strings.Contains(r.URL.Path, "/files/") {
+		return max(s.maxBody, s.maxFile+1)
+	}
+	return s.maxBody
+}
+
 // instrument is the outermost middleware: request id, body limit, panic
 // recovery, access log and metrics.
 func (s *Server) instrument(next http.Handler) http.Handler {
@@ -71,7 +82,7 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		w.Header().Set("request-id", id)
 		r = r.WithContext(context.WithValue(r.Context(), ctxRequestID, id))
 		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+			r.Body = http.MaxBytesReader(w, r.Body, s.bodyLimit(r))
 		}
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {

@@ -45,6 +45,7 @@ type Server struct {
 	// sandboxes is nil when the daemon runs without a sandbox layer.
 	sandboxes *sandbox.Manager
 	maxFile   int64
+	keys      keyCache
 	objects   *object.Runtime
 	mux       *http.ServeMux
 	handler   http.Handler
@@ -56,7 +57,7 @@ func New(o Options) *Server {
 		o.Registry = prometheus.NewRegistry()
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = 1 << 20
+		o.MaxBodyBytes = 2 << 20
 	}
 	s := &Server{
 		store:   o.Store,

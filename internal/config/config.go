@@ -115,7 +115,7 @@ func Default() Config {
 		Home:   DefaultHome(),
 		Store:  StoreConfig{Engine: "sqlite"},
 		Blob:   BlobConfig{Engine: "fs"},
-		Server: ServerConfig{MaxBodyBytes: 1 << 20, ShutdownTimeout: Duration(30 * time.Second)},
+		Server: ServerConfig{MaxBodyBytes: 2 << 20, ShutdownTimeout: Duration(30 * time.Second)},
 		Log:    LogConfig{Level: "info", Format: "text"},
 		Sandbox: SandboxConfig{
 			Driver:       "process",
