@@ -50,6 +50,9 @@ func (m *Main) commands() map[string]command {
 		"image":   {"process-driver images: import NAME TARBALL | ls | rm NAME", runImage},
 		"object":  {"durable objects: call | get | ls | rm | alarm set|ls|rm | hibernate | checkpoint | define | classes | init", runObject},
 		"guest":   {"run the in-sandbox guest (PID 1 inside a sandbox; not for people)", runGuest},
+		"agent":   {"Managed Agents API agents: create | ls", runAgent},
+		"env":     {"Managed Agents API environments: create | ls", runEnv},
+		"session": {"agent sessions: new | send | tail | ls | rm", runSession},
 	}
 }
 

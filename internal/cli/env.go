@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/anthropics/anthropic-sdk-go"
+)
+
+const envUsage = "agentkernel env create|ls"
+
+// runEnv manages Managed Agents API environments: where a session's
+// sandbox runs. agentkernel's own sandbox settings travel as agentkernel.*
+// metadata, which the official SDKs pass through unchanged.
+func runEnv(ctx context.Context, m *Main, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: %s", errUsage, envUsage)
+	}
+	switch sub, rest := args[0], args[1:]; sub {
+	case "create":
+		return envCreate(ctx, m, rest)
+	case "ls", "list":
+		return envList(ctx, m, rest)
+	default:
+		return fmt.Errorf("%w: unknown subcommand %q (%s)", errUsage, sub, envUsage)
+	}
+}
+
+func envCreate(ctx context.Context, m *Main, args []string) error {
+	fs := m.newFlagSet("env create", "env create --name NAME [--driver process|docker] [--image IMAGE] [--sleep-after 5m] [--network none|host] [--json]")
+	var cf clientFlags
+	cf.register(fs)
+	name := fs.String("name", "", "the environment's name (required)")
+	meta := map[string]*string{
+		"agentkernel.driver":      fs.String("driver", "", "sandbox driver: process or docker (default: [sandbox] driver)"),
+		"agentkernel.image":       fs.String("image", "", "sandbox image (default: [sandbox] image or docker_image)"),
+		"agentkernel.sleep_after": fs.String("sleep-after", "", "idle time before the sandbox hibernates, e.g. 5m"),
+		"agentkernel.network":     fs.String("network", "", "none or host (default: [sandbox] network)"),
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return fmt.Errorf("%w: env create takes flags only, got %q", errUsage, fs.Args())
+	}
+	if *name == "" {
+		return fmt.Errorf("%w: env create needs --name", errUsage)
+	}
+	p := anthropic.BetaEnvironmentNewParams{Name: *name}
+	for k, v := range meta {
+		if *v != "" {
+			if p.Metadata == nil {
+				p.Metadata = map[string]string{}
+			}
+			p.Metadata[k] = *v
+		}
+	}
+	c := cf.managedClient(m)
+	e, err := c.Beta.Environments.New(ctx, p)
+	if err != nil {
+		return apiError(err)
+	}
+	if cf.json {
+		return printRaw(m, e.RawJSON())
+	}
+	fmt.Fprintln(m.Stdout, e.ID)
+	return nil
+}
+
+func envList(ctx context.Context, m *Main, args []string) error {
+	fs := m.newFlagSet("env ls", "env ls [--archived] [--json]")
+	var cf clientFlags
+	cf.register(fs)
+	archived := fs.Bool("archived", false, "include archived environments")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	p := anthropic.BetaEnvironmentListParams{}
+	if *archived {
+		p.IncludeArchived = anthropic.Bool(true)
+	}
+	var raws []string
+	var rows [][]string
+	c := cf.managedClient(m)
+	pager := c.Beta.Environments.ListAutoPaging(ctx, p)
+	for pager.Next() {
+		e := pager.Current()
+		raws = append(raws, e.RawJSON())
+		rows = append(rows, []string{e.ID, e.Name, orDash(e.Metadata["agentkernel.driver"]), orDash(e.Metadata["agentkernel.image"]), e.CreatedAt})
+	}
+	if err := pager.Err(); err != nil {
+		return apiError(err)
+	}
+	if cf.json {
+		return printRawList(m, raws)
+	}
+	return table(m.Stdout, []string{"ID", "NAME", "DRIVER", "IMAGE", "CREATED"}, rows)
+}
