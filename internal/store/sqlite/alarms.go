@@ -69,7 +69,7 @@ func (s *Store) SetAlarm(ctx context.Context, a *store.Alarm) (*store.Alarm, err
 	}
 	now := micros(s.timestamp())
 	var out *store.Alarm
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		if err := requireObjectTx(ctx, tx, a.ObjectKey); err != nil {
 			return err
 		}

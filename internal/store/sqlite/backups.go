@@ -97,7 +97,7 @@ func (s *Store) ListBackups(ctx context.Context, sandboxID string) ([]*store.Bac
 // on the write connection, so each row is deleted, and returned, once.
 func (s *Store) DeleteExpiredBackups(ctx context.Context, now time.Time) ([]*store.Backup, error) {
 	var out []*store.Backup
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		rows, err := tx.QueryContext(ctx, `DELETE FROM backups WHERE expires_at <= ? RETURNING `+backupCols, micros(now))
 		if err != nil {
 			return err

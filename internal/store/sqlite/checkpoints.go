@@ -55,7 +55,7 @@ func scanCheckpoint(r scanner) (*store.Checkpoint, error) {
 // writeCheckpoint snapshots sess (already written in tx, carrying its new
 // version) with the current message count, and moves the session's pointer.
 // It does not bump the version again: it is part of the caller's change.
-func (s *Store) writeCheckpoint(ctx context.Context, tx *sql.Tx, sess *store.Session, meta store.CheckpointMeta,
+func (s *Store) writeCheckpoint(ctx context.Context, tx *wtx, sess *store.Session, meta store.CheckpointMeta,
 	source store.CheckpointSource) (*store.Checkpoint, error) {
 	if meta.ID == "" {
 		meta.ID = ids.New("cp")
@@ -98,7 +98,7 @@ func (s *Store) writeCheckpoint(ctx context.Context, tx *sql.Tx, sess *store.Ses
 // CreateCheckpoint implements store.CheckpointStore.
 func (s *Store) CreateCheckpoint(ctx context.Context, sessionID string, meta store.CheckpointMeta) (*store.Checkpoint, error) {
 	var cp *store.Checkpoint
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		if err := s.bumpVersion(ctx, tx, sessionID); err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ func (s *Store) CloneSession(ctx context.Context, p store.CloneSessionParams) (*
 		p.NewID = ids.New("sesn")
 	}
 	var out *store.Session
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		src, err := loadSession(ctx, tx, p.FromID)
 		if err != nil {
 			return err

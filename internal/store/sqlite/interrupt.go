@@ -23,7 +23,7 @@ func (s *Store) SetInterruptFlag(ctx context.Context, id, reason string) error {
 // transaction, so of N concurrent callers exactly one sees it set.
 func (s *Store) CheckInterruptFlag(ctx context.Context, id string) (store.InterruptFlag, error) {
 	var f store.InterruptFlag
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		var at sql.NullInt64
 		err := tx.QueryRowContext(ctx, `SELECT interrupt_set, interrupt_reason, interrupt_at FROM sessions
 			WHERE id = ?`, id).Scan(&f.Set, &f.Reason, &at)

@@ -50,7 +50,7 @@ func (s *Store) UpdateAgent(ctx context.Context, id string, expectedVersion int6
 		return nil, err
 	}
 	var out *store.Agent
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		cur, err := scanAgent(tx.QueryRowContext(ctx, `SELECT `+agentCols+` FROM agents WHERE id = ? AND latest = 1`, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("agent %q: %w", id, store.ErrNotFound)
@@ -137,7 +137,7 @@ func (s *Store) ArchiveAgent(ctx context.Context, id string, at time.Time) (*sto
 		at = s.timestamp()
 	}
 	var out *store.Agent
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE agents SET archived_at = COALESCE(archived_at, ?) WHERE id = ?`,
 			micros(at), id); err != nil {
 			return fmt.Errorf("sqlite: archive agent %q: %w", id, err)

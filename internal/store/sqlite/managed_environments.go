@@ -63,7 +63,7 @@ func (s *Store) UpdateEnvironment(ctx context.Context, id string, doc json.RawMe
 		return nil, err
 	}
 	var out *store.Environment
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		row, err := scanEnvironment(tx.QueryRowContext(ctx, `UPDATE environments SET doc = ?, updated_at = ?
 			WHERE id = ? AND archived_at IS NULL RETURNING `+environmentCols, body, micros(s.timestamp()), id))
 		if err == nil {

@@ -56,7 +56,7 @@ func (s *Store) UpdateRunRow(ctx context.Context, r *store.RunRow, expectedOwner
 		return nil, fmt.Errorf("run row of session %q: Owner is empty: %w", r.SessionID, store.ErrInvalid)
 	}
 	var out *store.RunRow
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		row, err := scanRunRow(tx.QueryRowContext(ctx, `UPDATE run_rows SET
 			owner = ?, lease_expires_at = ?, recovering = ?, recovery_attempts = ?, last_progress_seq = ?,
 			updated_at = ? WHERE session_id = ? AND owner = ? RETURNING `+runRowCols,
@@ -76,7 +76,7 @@ func (s *Store) UpdateRunRow(ctx context.Context, r *store.RunRow, expectedOwner
 
 // runRowMiss tells why a write conditioned on (session, owner) matched
 // nothing: no run row, or another owner's.
-func runRowMiss(ctx context.Context, tx *sql.Tx, sessionID, expectedOwner string) error {
+func runRowMiss(ctx context.Context, tx *wtx, sessionID, expectedOwner string) error {
 	var owner string
 	err := tx.QueryRowContext(ctx, `SELECT owner FROM run_rows WHERE session_id = ?`, sessionID).Scan(&owner)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -90,7 +90,7 @@ func runRowMiss(ctx context.Context, tx *sql.Tx, sessionID, expectedOwner string
 
 // DeleteRunRow implements store.ManagedStore.
 func (s *Store) DeleteRunRow(ctx context.Context, sessionID, owner string) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM run_rows WHERE session_id = ? AND owner = ?`, sessionID, owner)
 		if err != nil {
 			return fmt.Errorf("sqlite: delete run row of session %q: %w", sessionID, err)

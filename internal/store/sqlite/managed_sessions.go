@@ -95,7 +95,7 @@ func (s *Store) UpdateManagedSession(ctx context.Context, m *store.ManagedSessio
 		return nil, err
 	}
 	var out *store.ManagedSession
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		row, err := scanManagedSession(tx.QueryRowContext(ctx, `UPDATE managed_sessions SET
 			doc = ?, sandbox_id = ?, usage = ?, processed_seq = ?, stop_reason = ?,
 			terminated_at = ?, archived_at = ?, version = version + 1, updated_at = ?

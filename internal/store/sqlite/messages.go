@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -16,7 +15,7 @@ func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs []sto
 		return 0, err
 	}
 	var last int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		if err := requireSession(ctx, tx, sessionID); err != nil {
 			return err
 		}
@@ -45,7 +44,7 @@ func validateMessages(msgs []store.NewMessage) error {
 }
 
 // appendTx appends msgs after the current last Seq and returns the new last.
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, sessionID string, msgs []store.NewMessage) (int64, error) {
+func (s *Store) appendTx(ctx context.Context, tx *wtx, sessionID string, msgs []store.NewMessage) (int64, error) {
 	var last int64
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?`,
 		sessionID).Scan(&last); err != nil {
@@ -71,7 +70,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, sessionID string, msgs
 }
 
 // bumpVersion records one modification of the session.
-func (s *Store) bumpVersion(ctx context.Context, tx *sql.Tx, sessionID string) error {
+func (s *Store) bumpVersion(ctx context.Context, tx *wtx, sessionID string) error {
 	_, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + 1, updated_at = ? WHERE id = ?`,
 		micros(s.timestamp()), sessionID)
 	if err != nil {
@@ -135,7 +134,7 @@ func (s *Store) TruncateMessages(ctx context.Context, sessionID string, keep int
 	if keep < 0 {
 		return fmt.Errorf("keep must be >= 0, got %d: %w", keep, store.ErrInvalid)
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx *wtx) error {
 		if err := requireSession(ctx, tx, sessionID); err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -78,14 +77,17 @@ func (s *Store) migrate(ctx context.Context, src fs.FS) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	// Migrations run once per Open: their statements bypass the statement
+	// cache (and a migration script may hold several statements, which a
+	// prepared statement cannot).
+	if _, err := s.write.DB.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT NOT NULL,
 		applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("sqlite: create schema_migrations: %w", err)
 	}
 	var current int
-	if err := s.write.QueryRowContext(ctx,
+	if err := s.write.DB.QueryRowContext(ctx,
 		`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 		return fmt.Errorf("sqlite: read schema version: %w", err)
 	}
@@ -101,11 +103,11 @@ func (s *Store) migrate(ctx context.Context, src fs.FS) error {
 		if m.version <= current {
 			continue
 		}
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		err := s.inTx(ctx, func(tx *wtx) error {
+			if _, err := tx.Tx.ExecContext(ctx, m.sql); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx,
+			_, err := tx.Tx.ExecContext(ctx,
 				`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 				m.version, m.name, s.timestamp().UnixMicro())
 			return err

@@ -37,7 +37,7 @@ func entrySize(key string, valueLen int64) int64 { return int64(len(key)) + valu
 
 // requireObjectTx checks that the object exists inside tx, before anything
 // is written for it.
-func requireObjectTx(ctx context.Context, tx *sql.Tx, key store.ObjectKey) error {
+func requireObjectTx(ctx context.Context, tx *wtx, key store.ObjectKey) error {
 	var one int
 	err := tx.QueryRowContext(ctx, `SELECT 1 FROM objects`+objectWhere, keyArgs(key)...).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -64,7 +64,7 @@ func (s *Store) ReplaceObjectStorage(ctx context.Context, key store.ObjectKey, s
 func (s *Store) replaceStorage(ctx context.Context, key store.ObjectKey, storage map[string]json.RawMessage, hibernate bool) (*store.Object, error) {
 	now := micros(s.timestamp())
 	var out *store.Object
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		if err := requireObjectTx(ctx, tx, key); err != nil {
 			return err
 		}
@@ -119,7 +119,7 @@ type storageWriter struct {
 	old, upsert, del, bump, read *sql.Stmt
 }
 
-func (s *Store) prepareStorageWriter(ctx context.Context, tx *sql.Tx) (*storageWriter, error) {
+func (s *Store) prepareStorageWriter(ctx context.Context, tx *wtx) (*storageWriter, error) {
 	w := storageWriter{drv: s.drv}
 	var err error
 	for _, p := range []struct {
@@ -228,7 +228,7 @@ func (w *storageWriter) applyObjectWrites(ctx context.Context, key store.ObjectK
 func (s *Store) ApplyStorageWrites(ctx context.Context, key store.ObjectKey, writes []store.StorageWrite) (*store.Object, error) {
 	now := micros(s.timestamp())
 	var out *store.Object
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		w, err := s.prepareStorageWriter(ctx, tx)
 		if err != nil {
 			return err
@@ -250,7 +250,7 @@ func (s *Store) ApplyStorageWriteBatch(ctx context.Context, batch map[store.Obje
 		return nil
 	}
 	now := micros(s.timestamp())
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx *wtx) error {
 		w, err := s.prepareStorageWriter(ctx, tx)
 		if err != nil {
 			return err

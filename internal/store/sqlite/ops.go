@@ -61,7 +61,7 @@ func (s *Store) StartOp(ctx context.Context, op *store.Op) (*store.Op, error) {
 		started = s.timestamp()
 	}
 	var out *store.Op
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		row, err := scanOp(tx.QueryRowContext(ctx, `INSERT INTO ops
 			(session_id, id, kind, turn_seq, step, op_index, args, status, started_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 'started', ?)
@@ -98,7 +98,7 @@ func (s *Store) CompleteOp(ctx context.Context, sessionID, opID string, result j
 		return nil, err
 	}
 	var out *store.Op
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		row, err := scanOp(tx.QueryRowContext(ctx, `UPDATE ops SET
 			status = 'completed', result = ?, completed_at = ?
 			WHERE session_id = ? AND id = ? AND status = 'started' RETURNING `+opCols,

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -21,7 +20,7 @@ func (s *Store) SaveStateAndPromoteStaging(ctx context.Context, p store.SaveAndP
 		return store.SaveAndPromoteResult{}, err
 	}
 	var res store.SaveAndPromoteResult
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		if err := checkVersion(ctx, tx, p.SessionID, p.ExpectedVersion); err != nil {
 			return err
 		}

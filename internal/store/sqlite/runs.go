@@ -42,7 +42,7 @@ func (s *Store) CreateRun(ctx context.Context, p store.CreateRunParams) (*store.
 		return nil, err
 	}
 	var run *store.Run
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		if err := requireSession(ctx, tx, p.SessionID); err != nil {
 			return err
 		}

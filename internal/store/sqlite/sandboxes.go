@@ -107,7 +107,7 @@ func (s *Store) UpdateSandbox(ctx context.Context, sb *store.Sandbox) (*store.Sa
 		return nil, err
 	}
 	var out *store.Sandbox
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		row, err := scanSandbox(tx.QueryRowContext(ctx, `UPDATE sandboxes SET
 			driver = ?, image = ?, network = ?, limits = ?, sleep_after_ms = ?, metadata = ?,
 			environment = ?, session_key = ?, handle = ?, started_at = ?, warmed_at = ?,

@@ -62,7 +62,7 @@ func (s *Store) SaveState(ctx context.Context, p store.SaveStateParams) (*store.
 		return nil, err
 	}
 	var out *store.Session
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		if err := checkVersion(ctx, tx, p.SessionID, p.ExpectedVersion); err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func (s *Store) SaveState(ctx context.Context, p store.SaveStateParams) (*store.
 }
 
 // checkVersion fails with *StaleStateError when expected is set and differs.
-func checkVersion(ctx context.Context, tx *sql.Tx, id string, expected *int64) error {
+func checkVersion(ctx context.Context, tx *wtx, id string, expected *int64) error {
 	var current int64
 	err := tx.QueryRowContext(ctx, `SELECT version FROM sessions WHERE id = ?`, id).Scan(&current)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -98,7 +98,7 @@ func checkVersion(ctx context.Context, tx *sql.Tx, id string, expected *int64) e
 }
 
 // writeState overwrites the writable state and bumps the version once.
-func (s *Store) writeState(ctx context.Context, tx *sql.Tx, id string, e encodedState, stepCount int64) (*store.Session, error) {
+func (s *Store) writeState(ctx context.Context, tx *wtx, id string, e encodedState, stepCount int64) (*store.Session, error) {
 	row := tx.QueryRowContext(ctx, `UPDATE sessions SET status = ?, custom_state = ?, runtime = ?, step_count = ?,
 		error = ?, failure_reason = ?, interrupt_context = ?, metadata = ?, tags = ?, expires_at = ?,
 		version = version + 1, updated_at = ? WHERE id = ? RETURNING `+sessionCols,
@@ -117,7 +117,7 @@ func (s *Store) writeState(ctx context.Context, tx *sql.Tx, id string, e encoded
 // MergeCustomState implements store.SessionStore.
 func (s *Store) MergeCustomState(ctx context.Context, id string, patch json.RawMessage) (int64, error) {
 	var version int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		var custom string
 		err := tx.QueryRowContext(ctx, `SELECT custom_state FROM sessions WHERE id = ?`, id).Scan(&custom)
 		if errors.Is(err, sql.ErrNoRows) {

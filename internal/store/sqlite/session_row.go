@@ -10,7 +10,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
-// querier is what *sql.DB and *sql.Tx share.
+// querier is what the read and write pools and a write transaction share.
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)

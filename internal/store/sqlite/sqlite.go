@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,8 +30,8 @@ import (
 
 // Store is the SQLite engine. It is safe for concurrent use.
 type Store struct {
-	write  *sql.DB // exactly one connection: SQLite's one writer
-	read   *sql.DB // WAL readers
+	write  *pool // exactly one connection: SQLite's one writer
+	read   *pool // WAL readers
 	drv    driver
 	now    func() time.Time
 	logger *slog.Logger
@@ -128,7 +129,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		{"synchronous", sync},
 	}
 
-	write, err := sql.Open(drv.name, drv.dsn(path, pragmas, true))
+	// The writer keeps temporary files in memory: in a multi-statement
+	// transaction every statement writes a statement journal (for its own
+	// rollback, never read after COMMIT) that would otherwise spill to a
+	// temp file past 64 KiB, a batch of events costing syscalls per page.
+	// mattn has no DSN key for it and keeps the default.
+	writePragmas := append(slices.Clone(pragmas), pragma{"temp_store", "MEMORY"})
+	write, err := sql.Open(drv.name, drv.dsn(path, writePragmas, true))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -136,7 +143,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
 	write.SetConnMaxIdleTime(0)
-	s := &Store{write: write, drv: drv, now: cfg.now, logger: cfg.logger}
+	s := &Store{write: newPool(write), drv: drv, now: cfg.now, logger: cfg.logger}
 
 	if err := s.migrate(ctx, cfg.migrationsFS); err != nil {
 		_ = write.Close()
@@ -152,7 +159,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	read.SetMaxOpenConns(cfg.readConns)
 	read.SetMaxIdleConns(cfg.readConns)
-	s.read = read
+	s.read = newPool(read)
 	if err := s.Ping(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -195,11 +202,19 @@ func (s *Store) timestamp() time.Time {
 // inTx runs fn in one write transaction (BEGIN IMMEDIATE on the single write
 // connection) and commits when fn returns nil. Constraint failures fn did
 // not map itself become store sentinels here, at the boundary.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
+func (s *Store) inTx(ctx context.Context, fn func(tx *wtx) error) error {
+	sqlTx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
+	tx := &wtx{Tx: sqlTx, pool: s.write}
+	// Only now, with the write connection free again, can statements the
+	// transaction ran unprepared be prepared for the next one.
+	defer func() {
+		if len(tx.missed) > 0 {
+			s.write.prepareMissed(ctx, tx.missed)
+		}
+	}()
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return s.drv.mapConstraint(err)

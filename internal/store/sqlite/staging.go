@@ -30,7 +30,7 @@ func (s *Store) StageChanges(ctx context.Context, c store.StagedChange) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: encode staged messages: %w", err)
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx *wtx) error {
 		if err := requireSession(ctx, tx, c.SessionID); err != nil {
 			return err
 		}
@@ -83,7 +83,7 @@ func stagedChanges(ctx context.Context, q querier, sessionID string) ([]store.St
 // PromoteStaging implements store.StagingStore.
 func (s *Store) PromoteStaging(ctx context.Context, sessionID string) (int, error) {
 	var n int
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		if err := requireSession(ctx, tx, sessionID); err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ func (s *Store) PromoteStaging(ctx context.Context, sessionID string) (int, erro
 // its state writes into custom, and deletes the staged rows. It returns the
 // merged custom state and how many changes it promoted; the caller writes the
 // state and bumps the version.
-func (s *Store) promoteTx(ctx context.Context, tx *sql.Tx, sessionID, custom string) (string, int, error) {
+func (s *Store) promoteTx(ctx context.Context, tx *wtx, sessionID, custom string) (string, int, error) {
 	changes, err := stagedChanges(ctx, tx, sessionID)
 	if err != nil || len(changes) == 0 {
 		return custom, 0, err
@@ -134,7 +134,7 @@ func (s *Store) promoteTx(ctx context.Context, tx *sql.Tx, sessionID, custom str
 
 // DiscardStaging implements store.StagingStore.
 func (s *Store) DiscardStaging(ctx context.Context, sessionID string) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx *wtx) error {
 		if err := requireSession(ctx, tx, sessionID); err != nil {
 			return err
 		}

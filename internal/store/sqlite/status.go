@@ -48,7 +48,7 @@ func (s *Store) CompareAndSetStatus(ctx context.Context, p store.CompareAndSetSt
 		return store.CASResult{}, err
 	}
 	var res store.CASResult
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *wtx) error {
 		var status string
 		var version int64
 		err := tx.QueryRowContext(ctx, `SELECT status, version FROM sessions WHERE id = ?`, p.SessionID).

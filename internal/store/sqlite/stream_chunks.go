@@ -3,7 +3,6 @@ package sqlite
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -22,7 +21,7 @@ func (s *Store) AppendStreamChunk(ctx context.Context, c *store.StreamChunk) (*s
 	if out.CreatedAt.IsZero() {
 		out.CreatedAt = s.timestamp()
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *wtx) error {
 		return tx.QueryRowContext(ctx, `INSERT INTO stream_chunks
 			(session_id, turn_seq, step, seq, data, created_at)
 			SELECT ?1, ?2, ?3, COALESCE(MAX(seq), 0) + 1, ?4, ?5 FROM stream_chunks

@@ -18,7 +18,7 @@ func (s *Store) AddSubSessionRefs(ctx context.Context, refs []store.SubSessionRe
 			return err
 		}
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx *wtx) error {
 		now := micros(s.timestamp())
 		for _, r := range refs {
 			if err := requireSession(ctx, tx, r.SessionID); err != nil {
