@@ -162,6 +162,13 @@ type ManagedStore interface {
 	// AppendEvents appends in order, atomically, with dense Seq, and returns
 	// the stored events. Unknown session → ErrNotFound.
 	AppendEvents(ctx context.Context, sessionID string, events []NewEvent) ([]SessionEvent, error)
+	// AppendEventsBatch appends each session's events as AppendEvents
+	// does (in order, dense Seq), all sessions in ONE transaction: all or
+	// nothing, so appenders of many sessions share one commit. A session
+	// with no events is only checked to exist. Any unknown session →
+	// ErrNotFound, and nothing of the batch is stored. The result holds
+	// every session of batch.
+	AppendEventsBatch(ctx context.Context, batch map[string][]NewEvent) (map[string][]SessionEvent, error)
 	ListEvents(ctx context.Context, p ListEventsParams) ([]SessionEvent, error)
 	GetEvent(ctx context.Context, sessionID, eventID string) (*SessionEvent, error)
 	// LastEventSeq returns the session's newest Seq (0 when none).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -49,37 +50,46 @@ func (s *Store) AppendEvents(ctx context.Context, sessionID string, events []sto
 	if err != nil {
 		return nil, err
 	}
-	n := int64(len(b.ids))
 	var out []store.SessionEvent
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		var last int64
-		err := tx.QueryRow(ctx, `UPDATE managed_sessions SET last_seq = last_seq + $2 WHERE id = $1 RETURNING last_seq`,
-			sessionID, n).Scan(&last)
-		if err != nil {
-			return mapErr("append events to session "+sessionID, err)
-		}
-		out = make([]store.SessionEvent, n)
-		if n == 0 {
-			return nil
-		}
-		now, first := s.clock(), last-n+1
-		seqs := make([]int64, n)
-		for i := range seqs {
-			seqs[i] = first + int64(i)
-			out[i] = store.SessionEvent{SessionID: sessionID, Seq: seqs[i], ID: b.ids[i], Type: b.types[i],
-				Data: []byte(b.data[i]), CreatedAt: now}
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO session_events (session_id, seq, id, type, data, created_at)
-			SELECT $1, u.seq, u.id, u.type, u.data::json, $6
-			FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[]) AS u(seq, id, type, data)`,
-			sessionID, seqs, b.ids, b.types, b.data, now)
-		if isUniqueViolation(err) {
-			return fmt.Errorf("append events to session %s: an event id is already stored: %w", sessionID, store.ErrAlreadyExists)
-		}
-		return mapErr("append events to session "+sessionID, err)
+		out, err = s.appendEventsTx(ctx, tx, s.clock(), sessionID, b)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// appendEventsTx appends one session's validated events within tx.
+func (s *Store) appendEventsTx(ctx context.Context, tx pgx.Tx, now time.Time, sessionID string, b eventBatch) ([]store.SessionEvent, error) {
+	n := int64(len(b.ids))
+	var last int64
+	err := tx.QueryRow(ctx, `UPDATE managed_sessions SET last_seq = last_seq + $2 WHERE id = $1 RETURNING last_seq`,
+		sessionID, n).Scan(&last)
+	if err != nil {
+		return nil, mapErr("append events to session "+sessionID, err)
+	}
+	out := make([]store.SessionEvent, n)
+	if n == 0 {
+		return out, nil
+	}
+	first := last - n + 1
+	seqs := make([]int64, n)
+	for i := range seqs {
+		seqs[i] = first + int64(i)
+		out[i] = store.SessionEvent{SessionID: sessionID, Seq: seqs[i], ID: b.ids[i], Type: b.types[i],
+			Data: []byte(b.data[i]), CreatedAt: now}
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO session_events (session_id, seq, id, type, data, created_at)
+		SELECT $1, u.seq, u.id, u.type, u.data::json, $6
+		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[]) AS u(seq, id, type, data)`,
+		sessionID, seqs, b.ids, b.types, b.data, now)
+	if isUniqueViolation(err) {
+		return nil, fmt.Errorf("append events to session %s: an event id is already stored: %w", sessionID, store.ErrAlreadyExists)
+	}
+	if err != nil {
+		return nil, mapErr("append events to session "+sessionID, err)
 	}
 	return out, nil
 }

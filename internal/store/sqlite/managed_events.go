@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentkernel/agentkernel/internal/ids"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -49,43 +50,49 @@ func (s *Store) AppendEvents(ctx context.Context, sessionID string, events []sto
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.SessionEvent, len(rows))
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		var last int64
-		err := tx.QueryRowContext(ctx, `UPDATE managed_sessions SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq`,
-			len(rows), sessionID).Scan(&last)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: advance events of session %q: %w", sessionID, err)
-		}
-		if len(rows) == 0 {
-			return nil
-		}
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO session_events (session_id, seq, id, type, data, created_at)
-			VALUES (?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return fmt.Errorf("sqlite: prepare event insert: %w", err)
-		}
-		defer ins.Close()
-		now := s.timestamp()
-		first := last - int64(len(rows)) + 1
-		for i, r := range rows {
-			seq := first + int64(i)
-			if _, err := ins.ExecContext(ctx, sessionID, seq, r.id, r.typ, r.data, micros(now)); err != nil {
-				if s.drv.isUnique(err) {
-					return fmt.Errorf("session %q: event %q: %w", sessionID, r.id, store.ErrAlreadyExists)
-				}
-				return fmt.Errorf("sqlite: insert event %q of session %q: %w", r.id, sessionID, err)
-			}
-			out[i] = store.SessionEvent{SessionID: sessionID, Seq: seq, ID: r.id, Type: r.typ,
-				Data: []byte(r.data), CreatedAt: now}
-		}
-		return nil
+	var out []store.SessionEvent
+	err = s.inTx(ctx, func(tx *wtx) error {
+		out, err = s.appendEventsTx(ctx, tx, s.timestamp(), sessionID, rows)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// appendEventsTx appends one session's validated events within tx.
+func (s *Store) appendEventsTx(ctx context.Context, tx *wtx, now time.Time, sessionID string, rows []newEventRow) ([]store.SessionEvent, error) {
+	var last int64
+	err := tx.QueryRowContext(ctx, `UPDATE managed_sessions SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq`,
+		len(rows), sessionID).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: advance events of session %q: %w", sessionID, err)
+	}
+	out := make([]store.SessionEvent, len(rows))
+	if len(rows) == 0 {
+		return out, nil
+	}
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO session_events (session_id, seq, id, type, data, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: prepare event insert: %w", err)
+	}
+	defer ins.Close()
+	first := last - int64(len(rows)) + 1
+	for i, r := range rows {
+		seq := first + int64(i)
+		if _, err := ins.ExecContext(ctx, sessionID, seq, r.id, r.typ, r.data, micros(now)); err != nil {
+			if s.drv.isUnique(err) {
+				return nil, fmt.Errorf("session %q: event %q: %w", sessionID, r.id, store.ErrAlreadyExists)
+			}
+			return nil, fmt.Errorf("sqlite: insert event %q of session %q: %w", r.id, sessionID, err)
+		}
+		out[i] = store.SessionEvent{SessionID: sessionID, Seq: seq, ID: r.id, Type: r.typ,
+			Data: []byte(r.data), CreatedAt: now}
 	}
 	return out, nil
 }

@@ -1,0 +1,133 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+// AppendEventsBatch implements store.ManagedStore: every session's events
+// in one write transaction, so a group of appenders pays for one commit.
+// Everything is validated before the transaction starts; any failure rolls
+// back every session's events.
+func (s *Store) AppendEventsBatch(ctx context.Context, batch map[string][]store.NewEvent) (map[string][]store.SessionEvent, error) {
+	sessions := make([]string, 0, len(batch))
+	for id := range batch {
+		sessions = append(sessions, id)
+	}
+	// A fixed order makes errors (the first failing session) repeatable.
+	slices.Sort(sessions)
+	rows := make([][]newEventRow, len(sessions))
+	for i, id := range sessions {
+		r, err := validateEvents(id, batch[id])
+		if err != nil {
+			return nil, err
+		}
+		rows[i] = r
+	}
+	out := make(map[string][]store.SessionEvent, len(sessions))
+	if len(sessions) == 0 {
+		return out, nil
+	}
+	err := s.inTx(ctx, func(tx *wtx) error {
+		now := s.timestamp()
+		last, err := advanceSessions(ctx, tx, sessions, rows)
+		if err != nil {
+			return err
+		}
+		var ins []any
+		for i, id := range sessions {
+			evs := make([]store.SessionEvent, len(rows[i]))
+			first := last[id] - int64(len(rows[i])) + 1
+			for j, r := range rows[i] {
+				evs[j] = store.SessionEvent{SessionID: id, Seq: first + int64(j), ID: r.id, Type: r.typ,
+					Data: []byte(r.data), CreatedAt: now}
+				ins = append(ins, id, evs[j].Seq, r.id, r.typ, r.data, micros(now))
+			}
+			out[id] = evs
+		}
+		err = inChunks(len(ins)/6, func(off, n int) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO session_events (session_id, seq, id, type, data, created_at)
+				VALUES `+tuples("(?, ?, ?, ?, ?, ?)", n), ins[off*6:(off+n)*6]...)
+			return err
+		})
+		if s.drv.isUnique(err) {
+			return fmt.Errorf("append events to %d sessions: an event id is already stored in its session: %w",
+				len(sessions), store.ErrAlreadyExists)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: insert events of %d sessions: %w", len(sessions), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// advanceSessions reserves each session's Seq range (last_seq += its
+// count) and returns the new last_seq of each; a session that does not
+// exist is ErrNotFound.
+func advanceSessions(ctx context.Context, tx *wtx, sessions []string, rows [][]newEventRow) (map[string]int64, error) {
+	last := make(map[string]int64, len(sessions))
+	err := inChunks(len(sessions), func(off, n int) error {
+		args := make([]any, 0, 2*n)
+		for i := off; i < off+n; i++ {
+			args = append(args, sessions[i], len(rows[i]))
+		}
+		q, err := tx.QueryContext(ctx, `WITH d (id, n) AS (VALUES `+tuples("(?, ?)", n)+`)
+			UPDATE managed_sessions SET last_seq = last_seq + d.n FROM d WHERE managed_sessions.id = d.id
+			RETURNING managed_sessions.id, managed_sessions.last_seq`, args...)
+		if err != nil {
+			return err
+		}
+		defer q.Close()
+		for q.Next() {
+			var id string
+			var seq int64
+			if err := q.Scan(&id, &seq); err != nil {
+				return err
+			}
+			last[id] = seq
+		}
+		return q.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: advance events of %d sessions: %w", len(sessions), err)
+	}
+	for _, id := range sessions {
+		if _, ok := last[id]; !ok {
+			return nil, fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+		}
+	}
+	return last, nil
+}
+
+// chunkSizes are the row counts of the multi-row statements a batch runs
+// as: any size splits into a few of them, and only len(chunkSizes) texts
+// per statement reach the statement cache.
+var chunkSizes = [...]int{64, 16, 4, 1}
+
+// inChunks calls fn(offset, n) over n rows in runs of chunkSizes, largest
+// first, stopping at the first error.
+func inChunks(total int, fn func(off, n int) error) error {
+	off := 0
+	for _, size := range chunkSizes {
+		for total-off >= size {
+			if err := fn(off, size); err != nil {
+				return err
+			}
+			off += size
+		}
+	}
+	return nil
+}
+
+// tuples repeats a VALUES tuple n times.
+func tuples(tuple string, n int) string {
+	return strings.TrimSuffix(strings.Repeat(tuple+", ", n), ", ")
+}
