@@ -19,6 +19,7 @@ type Store interface {
 	ObjectStore
 	ManagedStore
 	OpStore
+	MonitorStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.
