@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/agentkernel/agentkernel/internal/ids"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
@@ -25,6 +26,9 @@ type EventLogConfig struct {
 	// Lagged, when set, receives the session id each time a subscriber
 	// falls behind and switches to replay (a test signal; never blocks).
 	Lagged chan<- string
+	// MaxBatch bounds how many events one group commit stores (default
+	// 4096); an Append larger than that is committed on its own.
+	MaxBatch int
 }
 
 // EventLog is the durable, live event stream of every session. Append
@@ -44,6 +48,12 @@ type EventLog struct {
 	topics map[string]map[*subscription]struct{}
 	closed bool
 	wg     sync.WaitGroup
+
+	// Group commit: Append queues its request in pending; one committer
+	// goroutine at a time stores everything pending in one transaction.
+	cmu        sync.Mutex
+	pending    []*appendReq
+	committing bool
 }
 
 // NewEventLog returns an event log over st.
@@ -54,6 +64,9 @@ func NewEventLog(st store.ManagedStore, cfg EventLogConfig) *EventLog {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 512
 	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 4096
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -61,17 +74,29 @@ func NewEventLog(st store.ManagedStore, cfg EventLogConfig) *EventLog {
 }
 
 // Append stores evs atomically, in order, then hands them to the session's
-// live subscribers without waiting for any of them.
+// live subscribers without waiting for any of them. Concurrent Appends, of
+// any sessions, share one store transaction (see commitLoop); each returns
+// once its own events are durable and published.
 func (l *EventLog) Append(ctx context.Context, sessionID string, evs []store.NewEvent) ([]store.SessionEvent, error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
-	out, err := l.store.AppendEvents(ctx, sessionID, evs)
-	if err != nil {
-		return nil, fmt.Errorf("append %d events to session %s: %w", len(evs), sessionID, err)
+	req := &appendReq{ctx: ctx, sessionID: sessionID, evs: evs, done: make(chan struct{})}
+	l.cmu.Lock()
+	l.pending = append(l.pending, req)
+	lead := !l.committing
+	l.committing = true
+	l.cmu.Unlock()
+	if lead {
+		l.commitLoop(req)
 	}
-	l.publish(sessionID, out)
-	return out, nil
+	// Not abandoned when ctx ends: the events may be committing, and the
+	// caller must learn whether they were stored.
+	<-req.done
+	if req.err != nil {
+		return nil, fmt.Errorf("append %d events to session %s: %w", len(evs), sessionID, req.err)
+	}
+	return req.out, nil
 }
 
 func (l *EventLog) publish(sessionID string, evs []store.SessionEvent) {
@@ -170,4 +195,135 @@ func (l *EventLog) unsubscribe(s *subscription) {
 			delete(l.topics, s.sessionID)
 		}
 	}
+}
+
+// appendReq is one Append waiting for its group commit.
+type appendReq struct {
+	ctx       context.Context
+	sessionID string
+	evs       []store.NewEvent
+	out       []store.SessionEvent
+	err       error
+	done      chan struct{}
+}
+
+// commitLoop stores pending appends, a round at a time: while one round
+// commits, the next gathers, so under load many Appends share each commit
+// (SQLite's one writer pays per transaction, not per event). The Append
+// that finds no committer runs the loop itself (no handoff when appends
+// do not overlap) until its own round is stored; whatever gathered by then
+// is left to a goroutine that runs only until nothing is pending, so no
+// goroutine outlives the Appends it serves and the log needs no Start.
+func (l *EventLog) commitLoop(own *appendReq) {
+	for {
+		l.cmu.Lock()
+		round := l.takeRound()
+		if len(round) == 0 {
+			l.committing = false
+			l.cmu.Unlock()
+			return
+		}
+		l.cmu.Unlock()
+		l.commit(round)
+		// Durable first, then published, then the callers return.
+		mine := false
+		for _, r := range round {
+			if r.err == nil {
+				l.publish(r.sessionID, r.out)
+			}
+			mine = mine || r == own
+			close(r.done)
+		}
+		if mine {
+			l.cmu.Lock()
+			more := len(l.pending) > 0
+			if !more {
+				l.committing = false
+			}
+			l.cmu.Unlock()
+			if more {
+				go l.commitLoop(nil)
+			}
+			return
+		}
+	}
+}
+
+// takeRound removes the oldest pending requests, up to MaxBatch events
+// (at least one request). Called with cmu held.
+func (l *EventLog) takeRound() []*appendReq {
+	n, events := 0, 0
+	for n < len(l.pending) && (n == 0 || events+len(l.pending[n].evs) <= l.cfg.MaxBatch) {
+		events += len(l.pending[n].evs)
+		n++
+	}
+	round := l.pending[:n:n]
+	l.pending = l.pending[n:]
+	if len(l.pending) == 0 {
+		l.pending = nil
+	}
+	return round
+}
+
+// commit stores a round, setting each request's out or err. One request
+// goes through AppendEvents with its own context. Several go into one
+// AppendEventsBatch; should that fail (it stores nothing), each request is
+// retried alone so only the faulty ones fail.
+func (l *EventLog) commit(round []*appendReq) {
+	live := round[:0:0]
+	for _, r := range round {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err // never stored; nobody waits for it any more
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 1 {
+		r := live[0]
+		r.out, r.err = l.store.AppendEvents(r.ctx, r.sessionID, r.evs)
+		return
+	}
+	if len(live) == 0 {
+		return
+	}
+	// Ids are given here, not by the store, so a retry after a commit
+	// whose outcome is unknown fails as a duplicate instead of storing
+	// the events twice.
+	batch := make(map[string][]store.NewEvent, len(live))
+	offset := make([]int, len(live))
+	for i, r := range live {
+		evs := make([]store.NewEvent, len(r.evs))
+		for j, ev := range r.evs {
+			if ev.ID == "" {
+				ev.ID = ids.New("sevt")
+			}
+			evs[j] = ev
+		}
+		r.evs = evs
+		offset[i] = len(batch[r.sessionID])
+		batch[r.sessionID] = append(batch[r.sessionID], evs...)
+	}
+	// The transaction serves every caller, so no one caller's cancellation
+	// may abort it.
+	stored, err := l.store.AppendEventsBatch(context.WithoutCancel(live[0].ctx), batch)
+	if err == nil {
+		for i, r := range live {
+			evs := stored[r.sessionID]
+			r.out = evs[offset[i] : offset[i]+len(r.evs) : offset[i]+len(r.evs)]
+		}
+		return
+	}
+	l.cfg.Log.Debug("event log: group commit failed; appending one by one",
+		"appends", len(live), "err", err)
+	for _, r := range live {
+		r.out, r.err = l.store.AppendEvents(r.ctx, r.sessionID, r.evs)
+	}
+}
+
+// pendingAppends counts the Appends waiting for a commit round (a test
+// signal: tests wait for a round to gather before letting it commit).
+func (l *EventLog) pendingAppends() int {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	return len(l.pending)
 }
