@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/agentkernel/agentkernel/internal/monitor"
 	"github.com/agentkernel/agentkernel/internal/object"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -33,6 +34,8 @@ type Options struct {
 	// Managed serves the Managed Agents API (agents, environments,
 	// sessions, session events) when set.
 	Managed *ManagedOptions
+	// Monitor serves tickets, tasks, agent events and activity when set.
+	Monitor *monitor.Service
 }
 
 // Server holds the routes and their dependencies.
@@ -94,6 +97,9 @@ func New(o Options) *Server {
 	}
 	if s.objects != nil {
 		s.registerObjectRoutes()
+	}
+	if o.Monitor != nil {
+		s.registerMonitorRoutes(o.Monitor)
 	}
 
 	s.mux.HandleFunc("/", s.notFound)

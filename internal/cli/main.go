@@ -53,6 +53,10 @@ func (m *Main) commands() map[string]command {
 		"agent":   {"Managed Agents API agents: create | ls", runAgent},
 		"env":     {"Managed Agents API environments: create | ls", runEnv},
 		"session": {"agent sessions: new | send | tail | ls | rm", runSession},
+		"task":    {"agent tasks: run | ls | get | logs | transcript", runTask},
+		"ticket":  {"tickets (workflows of tasks): create | ls | show", runTicket},
+
+		"agent-event": {"inside a sandbox: report a heartbeat or event to the monitor (agentkernel-agent)", runAgentEvent},
 	}
 }
 

@@ -40,6 +40,8 @@ type Config struct {
 	DurableObjects DurableObjectsConfig `toml:"durable_objects"`
 	// Models maps model ids or prefixes to providers ([models."claude-*"]).
 	Models map[string]ModelConfig `toml:"models"`
+	// Monitor is the sandbox monitor of agent tasks (seed 001).
+	Monitor MonitorConfig `toml:"monitor"`
 }
 
 // SandboxConfig holds the sandbox layer's defaults; a sandbox's own fields
@@ -127,6 +129,7 @@ func Default() Config {
 			MaxFileBytes: 64 << 20,
 		},
 		DurableObjects: DefaultDurableObjects(),
+		Monitor:        DefaultMonitor(),
 	}
 }
 

@@ -99,5 +99,6 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateObjects()...)
 	errs = append(errs, c.validateModels()...)
+	errs = append(errs, c.validateMonitor()...)
 	return errors.Join(errs...)
 }

@@ -108,6 +108,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, err
 		runner.set(rt)
 		d.AddService(rt)
 	}
+	mon, err := newMonitor(cfg, st, mgr, log)
+	if err != nil {
+		d.closeStores()
+		return nil, err
+	}
+	if mon != nil {
+		d.AddService(mon)
+	}
 	d.server = api.New(api.Options{
 		Store:        st,
 		Log:          log,
@@ -118,6 +126,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, err
 		MaxFileBytes: cfg.Sandbox.MaxFileBytes,
 		Objects:      objects,
 		Managed:      managed,
+		Monitor:      mon,
 	})
 	return d, nil
 }

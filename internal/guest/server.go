@@ -208,6 +208,7 @@ func (s *Server) routes() (http.Handler, error) {
 	mux.HandleFunc("POST /files/mkdir", s.handleMkdir)
 	mux.HandleFunc("POST /files/remove", s.handleRemove)
 	mux.Handle("POST /tools/{name}", newToolHandler(s))
+	mux.Handle("/agent-events", newAgentEventHandler(s))
 	proxy, err := s.proxy()
 	if err != nil {
 		return nil, err
