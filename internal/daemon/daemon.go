@@ -100,7 +100,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, err
 	if events != nil {
 		d.events, d.runner = events, runner
 		d.AddService(events)
-		rt, err := newSessionRuntime(cfg, managed.Store, events, mgr, log)
+		rt, err := newSessionRuntime(cfg, st, events, mgr, log)
 		if err != nil {
 			d.closeStores()
 			return nil, err

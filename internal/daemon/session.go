@@ -16,7 +16,7 @@ import (
 // newSessionRuntime builds the runtime that runs Managed Agents turns:
 // models from [models], tools in sandboxes from the manager, events
 // through the API's event log.
-func newSessionRuntime(cfg config.Config, st store.ManagedStore, events *session.EventLog, mgr *sandbox.Manager, log *slog.Logger) (*session.Runtime, error) {
+func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventLog, mgr *sandbox.Manager, log *slog.Logger) (*session.Runtime, error) {
 	routes := make([]model.Route, 0, len(cfg.Models))
 	for pattern, m := range cfg.Models {
 		routes = append(routes, model.Route{
@@ -36,8 +36,9 @@ func newSessionRuntime(cfg config.Config, st store.ManagedStore, events *session
 		Store: st, Events: events, Models: reg,
 		// The boot id changes with every start, so a run row names the
 		// process that owns the turn, not just the machine.
-		Owner: host + "/" + ids.New("boot"),
-		Log:   log,
+		Owner:     host + "/" + ids.New("boot"),
+		Failpoint: sessionFailpoint(cfg.Home, log),
+		Log:       log,
 	}
 	if mgr != nil {
 		rtCfg.Sandboxes = mgr

@@ -16,3 +16,10 @@ func (c *Client) RunTool(ctx context.Context, name string, req ToolRequest) (*To
 	}
 	return &res, nil
 }
+
+// CancelTool stops a running journalled tool call (an interrupted turn);
+// the call still records its result under its op id. A call that is not
+// running is a *Error with Code not_found.
+func (c *Client) CancelTool(ctx context.Context, opID string) error {
+	return c.call(ctx, http.MethodDelete, "/tools/ops/"+url.PathEscape(opID), nil, nil, nil)
+}

@@ -207,7 +207,9 @@ func (s *Server) routes() (http.Handler, error) {
 	mux.HandleFunc("GET /files/stat", s.handleStat)
 	mux.HandleFunc("POST /files/mkdir", s.handleMkdir)
 	mux.HandleFunc("POST /files/remove", s.handleRemove)
-	mux.Handle("POST /tools/{name}", newToolHandler(s))
+	tools := newToolHandler(s)
+	mux.Handle("POST /tools/{name}", tools)
+	mux.HandleFunc("DELETE /tools/ops/{op_id}", tools.cancelOp)
 	mux.Handle("/agent-events", newAgentEventHandler(s))
 	proxy, err := s.proxy()
 	if err != nil {

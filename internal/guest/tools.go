@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"strings"
 	"sync"
@@ -33,6 +34,11 @@ type ToolRequest struct {
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 	// MaxOutputBytes bounds the result text (default 100 KiB).
 	MaxOutputBytes int `json:"max_output_bytes,omitempty"`
+	// OpID makes the call a journalled op (seed 003), as for POST /exec:
+	// recorded as accepted before it runs, refused when seen before (409
+	// op_exists), run to the end even if the caller goes away, and its
+	// result kept for GET /ops/{op_id}.
+	OpID string `json:"op_id,omitempty"`
 }
 
 // ToolResult is what the tool returned, as the model will see it.
@@ -52,9 +58,39 @@ type toolHandler struct {
 	once  sync.Once
 	mu    sync.Mutex
 	tools map[string]anthropic.BetaTool
+
+	// cancels stops journalled calls by op id: they outlive their caller,
+	// so an interrupt has to stop them explicitly.
+	cmu     sync.Mutex
+	cancels map[string]context.CancelCauseFunc
 }
 
-func newToolHandler(s *Server) *toolHandler { return &toolHandler{s: s} }
+// errToolCancelled: DELETE /tools/ops/{op_id} stopped the call.
+var errToolCancelled = errors.New("tool call cancelled")
+
+func newToolHandler(s *Server) *toolHandler {
+	return &toolHandler{s: s, cancels: map[string]context.CancelCauseFunc{}}
+}
+
+// cancelOp serves DELETE /tools/ops/{op_id}: it stops a running journalled
+// call (an interrupted turn). The call still records its result. 404 when
+// no such call runs.
+func (h *toolHandler) cancelOp(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("op_id")
+	if err := validOpID(id); err != nil {
+		writeError(w, err)
+		return
+	}
+	h.cmu.Lock()
+	cancel := h.cancels[id]
+	h.cmu.Unlock()
+	if cancel == nil {
+		writeError(w, fmt.Errorf("%w: no tool call with op_id %s is running", fs.ErrNotExist, id))
+		return
+	}
+	cancel(errToolCancelled)
+	w.WriteHeader(http.StatusNoContent)
+}
 
 func (h *toolHandler) toolset() map[string]anthropic.BetaTool {
 	h.once.Do(func() {
@@ -99,7 +135,32 @@ func (h *toolHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if req.MaxOutputBytes > 0 {
 		limit = min(req.MaxOutputBytes, MaxToolOutput)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	parent := r.Context()
+	if req.OpID != "" {
+		if err := validOpID(req.OpID); err != nil {
+			writeError(w, err)
+			return
+		}
+		// Accepted durably before the tool can have any effect.
+		if err := h.s.ops.accept(req.OpID, &command{argv: []string{"tool:" + name}, dir: h.s.cfg.WorkDir}); err != nil {
+			writeError(w, err)
+			return
+		}
+		// A journalled call runs to its end, caller or not, so its result
+		// is recorded for recovery to read back; only cancelOp stops it.
+		var cancelCall context.CancelCauseFunc
+		parent, cancelCall = context.WithCancelCause(context.WithoutCancel(parent))
+		h.cmu.Lock()
+		h.cancels[req.OpID] = cancelCall
+		h.cmu.Unlock()
+		defer func() {
+			h.cmu.Lock()
+			delete(h.cancels, req.OpID)
+			h.cmu.Unlock()
+			cancelCall(nil)
+		}()
+	}
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	begin := time.Now()
 	h.mu.Lock()
@@ -121,7 +182,11 @@ func (h *toolHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		res.Content = b.String()
 	}
-	if ctx.Err() != nil && r.Context().Err() == nil {
+	switch {
+	case errors.Is(context.Cause(parent), errToolCancelled):
+		res.IsError = true
+		res.Content += "\n[tool call cancelled]"
+	case ctx.Err() != nil && parent.Err() == nil:
 		res.IsError = true
 		res.Content += fmt.Sprintf("\n[tool call timed out after %s]", timeout)
 	}
@@ -130,6 +195,10 @@ func (h *toolHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		res.Content = res.Content[:limit] + toolTruncatedNoteHead + fmt.Sprintf("%d bytes omitted]", cut)
 		res.Truncated = true
 	}
-	h.s.log.Debug("tool call", "tool", name, "is_error", res.IsError, "duration_ms", res.DurationMS)
+	if req.OpID != "" {
+		// The result is durable before the caller hears of it.
+		h.s.ops.finish(req.OpID, OpResult{DurationMS: res.DurationMS, FinishedAt: h.s.cfg.Now().UTC(), Tool: &res})
+	}
+	h.s.log.Debug("tool call", "tool", name, "op_id", req.OpID, "is_error", res.IsError, "duration_ms", res.DurationMS)
 	writeJSON(w, http.StatusOK, res)
 }

@@ -81,6 +81,9 @@ type OpResult struct {
 	StdoutTruncated bool      `json:"stdout_truncated"`
 	StderrTruncated bool      `json:"stderr_truncated"`
 	FinishedAt      time.Time `json:"finished_at"`
+	// Tool is the result of a journalled tool call (POST /tools/{name}
+	// with an op id); the exec fields are then unset.
+	Tool *ToolResult `json:"tool,omitempty"`
 }
 
 // ProcessInfo describes a background process.

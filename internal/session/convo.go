@@ -33,6 +33,16 @@ type convo struct {
 	// raw holds the provider's own blocks for events this worker appended
 	// (thinking signatures the events do not carry), by event id.
 	raw map[string]model.Block
+	// runningSeq and idleSeq are the Seqs of the last status_running and
+	// status_idle: a turn is open in the log while runningSeq > idleSeq.
+	runningSeq, idleSeq int64
+	// The current model call, as far as its events tell: the id of its
+	// span.model_request_start (until its end), and the agent.message
+	// texts and agent.thinking count it delivered. A recovered turn uses
+	// them to not deliver the same blocks twice.
+	spanOpen      string
+	stepTexts     []string
+	stepThinkings int
 }
 
 type queuedMsg struct {
@@ -51,6 +61,9 @@ type call struct {
 	ask         bool
 	decision    string
 	denyMessage string
+	// index is the call's position among the tool uses of its model
+	// response: with the step, the op journal's position of the call.
+	index int64
 }
 
 func newConvo() *convo { return &convo{raw: map[string]model.Block{}} }
@@ -119,6 +132,7 @@ func (c *convo) fold(ev store.SessionEvent) {
 	case EventUserInterrupt:
 		c.lastUserSeq = ev.Seq
 	case EventStatusRunning:
+		c.runningSeq = ev.Seq
 		c.requiresAction = false
 		for _, q := range c.queued {
 			c.userText = append(c.userText, q.blocks...)
@@ -127,11 +141,17 @@ func (c *convo) fold(ev store.SessionEvent) {
 	case EventAgentMessage:
 		for _, t := range textBlocks(b.Content) {
 			c.addAssistant(t)
+			c.stepTexts = append(c.stepTexts, t.Text)
 		}
 	case EventAgentThinking:
+		c.stepThinkings++
 		if r, ok := c.raw[ev.ID]; ok {
 			c.addAssistant(r)
 		}
+	case EventSpanModelStart:
+		c.spanOpen, c.stepTexts, c.stepThinkings = ev.ID, nil, 0
+	case EventSpanModelEnd:
+		c.spanOpen = ""
 	case EventAgentToolUse, EventAgentCustomToolUse:
 		in := b.Input
 		if len(in) == 0 || string(in) == "null" {
@@ -141,7 +161,7 @@ func (c *convo) fold(ev store.SessionEvent) {
 		// results (which name the event) always match their call.
 		c.addAssistant(model.Block{Type: model.BlockToolUse, ID: ev.ID, Name: b.Name, Input: in})
 		c.open = append(c.open, &call{eventID: ev.ID, name: b.Name, input: in,
-			custom: ev.Type == EventAgentCustomToolUse, ask: b.EvaluatedPermission == "ask"})
+			custom: ev.Type == EventAgentCustomToolUse, ask: b.EvaluatedPermission == "ask", index: c.toolUsesInLast() - 1})
 	case EventAgentToolResult:
 		if c.take(b.ToolUseID) != nil {
 			c.results = append(c.results, model.Block{Type: model.BlockToolResult, ToolUseID: b.ToolUseID, Content: joinText(b.Content), IsError: b.IsError})
@@ -158,8 +178,28 @@ func (c *convo) fold(ev store.SessionEvent) {
 			cl.decision, cl.denyMessage = b.Result, b.DenyMessage
 		}
 	case EventStatusIdle:
+		c.idleSeq, c.spanOpen = ev.Seq, ""
 		c.requiresAction = b.StopReason != nil && b.StopReason.Type == StopRequiresAction
 	}
+}
+
+// turnOpen: the log shows a turn that began (status_running) and has not
+// ended (no status_idle since).
+func (c *convo) turnOpen() bool { return c.runningSeq > c.idleSeq }
+
+// toolUsesInLast counts the tool uses of the last assistant message.
+func (c *convo) toolUsesInLast() int64 {
+	n := len(c.msgs)
+	if n == 0 || c.msgs[n-1].Role != model.RoleAssistant {
+		return 0
+	}
+	var k int64
+	for _, b := range c.msgs[n-1].Content {
+		if b.Type == model.BlockToolUse {
+			k++
+		}
+	}
+	return k
 }
 
 func (c *convo) find(id string) *call {

@@ -34,9 +34,17 @@ type Sandboxes interface {
 	Destroy(ctx context.Context, tenantID, id string) (*sandbox.Info, error)
 }
 
+// Store is what the runtime keeps in the store: sessions, events and run
+// rows, and the op journal, stream chunks and background tasks of
+// crash-proof turns.
+type Store interface {
+	store.ManagedStore
+	store.OpStore
+}
+
 // RuntimeConfig configures a Runtime.
 type RuntimeConfig struct {
-	Store     store.ManagedStore
+	Store     Store
 	Events    Appender
 	Models    Models
 	Sandboxes Sandboxes
@@ -52,8 +60,23 @@ type RuntimeConfig struct {
 	// IdleWorker is how long a session's worker lingers with nothing to do
 	// before it exits (default 1m).
 	IdleWorker time.Duration
-	Clock      clock.Clock
-	Log        *slog.Logger
+	// RecoverEvery is the period of the orphan sweep (default Lease/2);
+	// the first sweep runs at Start.
+	RecoverEvery time.Duration
+	// MaxRecoveries caps recoveries of one turn that made no progress
+	// (default 5); the next one forces the session idle.
+	MaxRecoveries int64
+	// BackgroundPoll is how often background tasks are polled (default 5s).
+	BackgroundPoll time.Duration
+	// Failpoint, when set, is called at named points of a turn (crash
+	// tests hang the process there; see failpoints.go).
+	Failpoint func(name string)
+	// Recovered, when set, receives the id of each session whose orphaned
+	// run row this runtime claimed (a test and benchmark signal; never
+	// blocks).
+	Recovered chan<- string
+	Clock     clock.Clock
+	Log       *slog.Logger
 }
 
 // Errors of the runtime.
@@ -96,6 +119,15 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.IdleWorker <= 0 {
 		cfg.IdleWorker = time.Minute
 	}
+	if cfg.RecoverEvery <= 0 {
+		cfg.RecoverEvery = cfg.Lease / 2
+	}
+	if cfg.MaxRecoveries <= 0 {
+		cfg.MaxRecoveries = DefaultMaxRecoveries
+	}
+	if cfg.BackgroundPoll <= 0 {
+		cfg.BackgroundPoll = 5 * time.Second
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
@@ -105,19 +137,29 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	return &Runtime{cfg: cfg, log: cfg.Log, workers: map[string]*worker{}, terminating: map[string]bool{}}, nil
 }
 
-// Start lets Wake run workers. It returns at once.
+// Start lets Wake run workers, and starts the orphan sweep (its first
+// pass recovers the turns an earlier boot of this node left) and the
+// background task poller. It returns at once.
 func (r *Runtime) Start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
 		return ErrStopped
 	}
+	if r.ctx != nil {
+		return nil
+	}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.wg.Add(2)
+	go r.sweepLoop(r.ctx)
+	go r.pollLoop(r.ctx)
 	return nil
 }
 
-// Stop aborts running turns (each still ends with its session.error and
-// session.status_idle) and waits for every worker. Idempotent.
+// Stop aborts running turns and waits for every worker. An aborted turn
+// keeps its run row: the next start (or another node, once the lease
+// expired) recovers it, so a restart during a turn loses nothing.
+// Idempotent.
 func (r *Runtime) Stop() {
 	r.mu.Lock()
 	if r.stopped {
@@ -212,6 +254,13 @@ func (r *Runtime) Destroy(ctx context.Context, tenantID, sessionID string) error
 	}
 	r.log.InfoContext(ctx, "session terminated", "session", sessionID, "sandbox", s.SandboxID)
 	return nil
+}
+
+// failpoint runs the configured failpoint hook, if any.
+func (r *Runtime) failpoint(name string) {
+	if r.cfg.Failpoint != nil {
+		r.cfg.Failpoint(name)
+	}
 }
 
 func (r *Runtime) isTerminating(id string) bool {

@@ -14,7 +14,8 @@ import (
 // the user: built-in tools that run without confirmation, confirmed ones
 // (run) and refused ones (the deny message), and unknown tools (an error).
 // Custom tools and unconfirmed calls stay open.
-func (w *worker) runAllowed(ctx context.Context, ts *turnState) error {
+// step is the model step the calls belong to (their op journal position).
+func (w *worker) runAllowed(ctx context.Context, ts *turnState, step int64) error {
 	pending := append([]*call(nil), w.conv.open...)
 	for _, cl := range pending {
 		if ctx.Err() != nil {
@@ -37,7 +38,7 @@ func (w *worker) runAllowed(ctx context.Context, ts *turnState) error {
 		case ts.agent.Tools.Kind(cl.name) != tools.KindBuiltin:
 			text, isError = fmt.Sprintf("Unknown tool %q: this agent has no such tool.", cl.name), true
 		default:
-			text, isError, err = w.runTool(ctx, ts, cl)
+			text, isError, err = w.runTool(ctx, ts, cl, step)
 		}
 		if err != nil && ctx.Err() != nil {
 			text, isError = "The tool call was interrupted.", true
@@ -61,13 +62,14 @@ func (w *worker) runDecided(ctx context.Context, ts *turnState) error {
 	if len(w.conv.decided()) == 0 {
 		return nil
 	}
-	return w.runAllowed(ctx, ts)
+	// Step 0: before the turn's first model request.
+	return w.runAllowed(ctx, ts, 0)
 }
 
-// runTool runs a built-in tool in the session's sandbox. A failing tool is
-// a result with isError; err means the call could not be made (the turn
-// ends with session.error).
-func (w *worker) runTool(ctx context.Context, ts *turnState, cl *call) (string, bool, error) {
+// runTool runs a built-in tool in the session's sandbox as a journalled
+// op (see journalledTool). A failing tool is a result with isError; err
+// means the call could not be made (the turn ends with session.error).
+func (w *worker) runTool(ctx context.Context, ts *turnState, cl *call, step int64) (string, bool, error) {
 	r := w.r
 	if r.cfg.Sandboxes == nil {
 		return "", false, errors.New("this agentkernel runs without a sandbox layer: built-in tools are unavailable")
@@ -76,7 +78,7 @@ func (w *worker) runTool(ctx context.Context, ts *turnState, cl *call) (string, 
 	if err != nil {
 		return "", false, err
 	}
-	res, err := tools.Run(ctx, r.cfg.Sandboxes, ts.s.TenantID, sbID, cl.name, cl.input, r.cfg.ToolLimits)
+	res, err := w.journalledTool(ctx, ts, cl, step, sbID)
 	if err != nil {
 		return "", false, fmt.Errorf("tool %s in sandbox %s: %w", cl.name, sbID, err)
 	}

@@ -23,6 +23,31 @@ type worker struct {
 	mu       sync.Mutex
 	abort    context.CancelCauseFunc // of the running turn, nil between turns
 	turnDone chan struct{}
+	// recovery is an orphaned run row handed over by the sweep, waiting
+	// for the drain to claim it.
+	recovery *store.RunRow
+}
+
+// setRecovery hands the worker an orphaned row to recover.
+func (w *worker) setRecovery(row *store.RunRow) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.recovery = row
+}
+
+func (w *worker) takeRecovery() *store.RunRow {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	row := w.recovery
+	w.recovery = nil
+	return row
+}
+
+// holds: a turn runs, or a recovery waits to be claimed.
+func (w *worker) holds() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.turnDone != nil || w.recovery != nil
 }
 
 func newWorker(r *Runtime, id string) *worker {
@@ -71,12 +96,20 @@ func (w *worker) drain(ctx context.Context) {
 		if s.TerminatedAt != nil || s.ArchivedAt != nil {
 			return
 		}
-		if w.conv == nil {
+		rec := w.takeRecovery()
+		if w.conv == nil || rec != nil {
+			// Recovery rebuilds the conversation from the store alone.
 			w.conv = newConvo()
 		}
 		if err := w.sync(ctx); err != nil {
 			w.r.log.WarnContext(ctx, "session events load", "session", w.id, "err", err)
 			return
+		}
+		if rec != nil {
+			if !w.recoverTurn(ctx, s, rec) {
+				return
+			}
+			continue
 		}
 		if !w.conv.needsTurn() {
 			// Nothing to run (e.g. an interrupt with no turn running): the
@@ -86,7 +119,7 @@ func (w *worker) drain(ctx context.Context) {
 			}
 			return
 		}
-		w.turn(ctx, s)
+		w.turn(ctx, s, nil)
 	}
 }
 

@@ -49,6 +49,9 @@ func builtinSpecs() map[string]model.Tool {
 		specs = map[string]model.Tool{}
 		for _, t := range agenttoolset.BetaAgentToolset20260401(&agenttoolset.AgentToolContext{}) {
 			schema, _ := json.Marshal(t.InputSchema())
+			if t.Name() == "bash" {
+				schema = withBackgroundFlag(schema)
+			}
 			specs[t.Name()] = model.Tool{Name: t.Name(), Description: t.Description(), InputSchema: schema}
 		}
 	})
@@ -150,4 +153,25 @@ func Parse(raw json.RawMessage) (*Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// withBackgroundFlag adds run_in_background to bash's schema: agentkernel
+// runs such a command as a background task (30-minute cap) and answers at
+// once with its id.
+func withBackgroundFlag(schema []byte) []byte {
+	var m map[string]any
+	if json.Unmarshal(schema, &m) != nil {
+		return schema
+	}
+	props, _ := m["properties"].(map[string]any)
+	if props == nil {
+		return schema
+	}
+	props["run_in_background"] = map[string]any{"type": "boolean",
+		"description": "Run the command in the background (at most 30 minutes) and return at once with its task id; its output is not returned."}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return schema
+	}
+	return out
 }

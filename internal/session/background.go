@@ -1,0 +1,160 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentkernel/agentkernel/internal/guest"
+	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/agentkernel/agentkernel/internal/tools"
+)
+
+// Background tasks (seed 003): a bash call with run_in_background starts a
+// process in the guest and answers at once. The task is a row in the
+// store, so it outlives a restart; the runtime polls running tasks until
+// they exit, and kills them at the 30-minute cap. While the process runs
+// the sandbox layer keeps the sandbox awake (it does so for any running
+// guest process younger than its background cap).
+
+// Background task statuses.
+const (
+	TaskRunning = "running"
+	TaskExited  = "exited"
+	TaskKilled  = "killed"
+	TaskExpired = "expired"
+)
+
+// taskID is the task's id: derived from the op id, so the task of a
+// replayed call is the same task.
+func taskID(opID string) string { return "bgtask_" + opID[len("op_"):len("op_")+24] }
+
+func backgroundResult(t *store.BackgroundTask) *guest.ToolResult {
+	return &guest.ToolResult{Content: fmt.Sprintf(
+		"Started background task %s (process %s). It runs for at most %s; its output is not returned, so have it write to a file in the workspace if you need it.",
+		t.ID, t.ProcessID, tools.BackgroundCap)}
+}
+
+// startBackground starts the command and records its task.
+func (w *worker) startBackground(ctx context.Context, ts *turnState, sbID, opID, command string) (*guest.ToolResult, error) {
+	info, err := tools.StartBackground(ctx, w.r.cfg.Sandboxes, ts.s.TenantID, sbID, opID, command)
+	if err != nil {
+		return nil, err
+	}
+	return w.recordBackground(ctx, sbID, opID, command, info)
+}
+
+// recoverBackground decides a background start the journal shows started
+// and not completed: a recorded task or a process carrying the op's mark
+// means it started; otherwise it is ambiguous (the guest keeps its
+// process table only while it lives).
+func (w *worker) recoverBackground(ctx context.Context, ts *turnState, sbID, opID, command string) (*guest.ToolResult, error) {
+	if t, err := w.r.cfg.Store.GetBackgroundTask(ctx, taskID(opID)); err == nil {
+		return backgroundResult(t), nil
+	}
+	info, err := tools.FindBackground(ctx, w.r.cfg.Sandboxes, ts.s.TenantID, sbID, opID)
+	if err != nil {
+		return nil, err
+	}
+	if info == nil {
+		return ambiguousResult(opID), nil
+	}
+	return w.recordBackground(ctx, sbID, opID, command, info)
+}
+
+func (w *worker) recordBackground(ctx context.Context, sbID, opID, command string, info *guest.ProcessInfo) (*guest.ToolResult, error) {
+	now := w.r.cfg.Clock.Now()
+	t, err := w.r.cfg.Store.CreateBackgroundTask(context.WithoutCancel(ctx), &store.BackgroundTask{
+		ID: taskID(opID), SessionID: w.id, SandboxID: sbID, ProcessID: info.ID, Command: command,
+		Status: TaskRunning, StartedAt: now, Deadline: now.Add(tools.BackgroundCap),
+	})
+	if errors.Is(err, store.ErrAlreadyExists) {
+		t, err = w.r.cfg.Store.GetBackgroundTask(ctx, taskID(opID))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record background task: %w", err)
+	}
+	return backgroundResult(t), nil
+}
+
+// pollLoop polls running background tasks every BackgroundPoll.
+func (r *Runtime) pollLoop(ctx context.Context) {
+	defer r.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.cfg.Clock.After(r.cfg.BackgroundPoll):
+		}
+		if err := r.PollBackground(ctx); err != nil && ctx.Err() == nil {
+			r.log.WarnContext(ctx, "background task poll", "err", err)
+		}
+	}
+}
+
+// PollBackground updates every running background task: exited ones get
+// their exit code, ones past the cap are killed (expired), and ones whose
+// process the guest no longer knows (the sandbox restarted) are killed.
+func (r *Runtime) PollBackground(ctx context.Context) error {
+	if r.cfg.Sandboxes == nil {
+		return nil
+	}
+	tasks, err := r.cfg.Store.ListBackgroundTasks(ctx, "", TaskRunning)
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.pollTask(ctx, t)
+	}
+	return nil
+}
+
+func (r *Runtime) pollTask(ctx context.Context, t *store.BackgroundTask) {
+	s, err := r.cfg.Store.GetManagedSession(ctx, t.SessionID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			t.Status = TaskKilled
+			r.saveTask(ctx, t)
+		}
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	now := r.cfg.Clock.Now()
+	if !now.Before(t.Deadline) {
+		if err := tools.KillBackground(cctx, r.cfg.Sandboxes, s.TenantID, t.SandboxID, t.ProcessID); err != nil && !guest.IsNotFound(err) {
+			r.log.WarnContext(ctx, "kill expired background task", "task", t.ID, "err", err)
+			return
+		}
+		t.Status = TaskExpired
+		r.saveTask(ctx, t)
+		return
+	}
+	info, err := tools.PollBackground(cctx, r.cfg.Sandboxes, s.TenantID, t.SandboxID, t.ProcessID)
+	switch {
+	case guest.IsNotFound(err):
+		t.Status = TaskKilled
+	case err != nil:
+		return
+	case info.Running:
+		return
+	default:
+		t.Status = TaskExited
+		if info.ExitCode != nil {
+			code := int64(*info.ExitCode)
+			t.ExitCode = &code
+		}
+	}
+	r.saveTask(ctx, t)
+}
+
+func (r *Runtime) saveTask(ctx context.Context, t *store.BackgroundTask) {
+	t.UpdatedAt = r.cfg.Clock.Now()
+	if _, err := r.cfg.Store.UpdateBackgroundTask(ctx, t); err != nil {
+		r.log.WarnContext(ctx, "update background task", "task", t.ID, "err", err)
+	}
+}

@@ -1,0 +1,259 @@
+package crashtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/jackc/pgx/v5"
+)
+
+const postgresURLEnv = "AGENTKERNEL_TEST_POSTGRES_URL"
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// binary builds cmd/agentkernel once: static (it is the sandbox's guest
+// too) and with the failpoints tag.
+func binary(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "akcrash")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "agentkernel")
+		cmd := exec.Command("go", "build", "-tags", "failpoints", "-o", binPath, "github.com/agentkernel/agentkernel/cmd/agentkernel")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// engines are the storage engines the crash tests run on: SQLite always,
+// Postgres when AGENTKERNEL_TEST_POSTGRES_URL is set.
+func engines(t *testing.T, fn func(t *testing.T, engine string)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, "sqlite") })
+	t.Run("postgres", func(t *testing.T) {
+		if os.Getenv(postgresURLEnv) == "" {
+			t.Skip(postgresURLEnv + " is not set")
+		}
+		fn(t, "postgres")
+	})
+}
+
+// freshDatabase creates a database no other test uses and drops it at
+// cleanup; it returns its URL.
+func freshDatabase(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv(postgresURLEnv)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "akcrash_" + hex.EncodeToString(b[:])
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			return
+		}
+		defer conn.Close(ctx)
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// node is one agentkernel serve process on a home that outlives it.
+type node struct {
+	t      testing.TB
+	bin    string
+	home   string
+	addr   string
+	run    string
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	key    string
+}
+
+// newNode writes the configuration (the anthropic provider pointed at the
+// fake model, the engine) into a fresh home.
+func newNode(t *testing.T, engine, modelURL string) *node {
+	t.Helper()
+	home := t.TempDir()
+	run, err := os.MkdirTemp("", "akcr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	conf := fmt.Sprintf("[models.\"claude-*\"]\nprovider = \"anthropic\"\nbase_url = %q\napi_key = \"sk-fake\"\n", modelURL)
+	if engine == "postgres" {
+		conf += fmt.Sprintf("\n[store]\nengine = \"postgres\"\nurl = %q\n", freshDatabase(t))
+	}
+	if err := os.WriteFile(filepath.Join(home, "agentkernel.toml"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := &node{t: t, bin: binary(t), home: home, addr: freePort(t), run: run}
+	t.Cleanup(n.kill)
+	return n
+}
+
+func freePort(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func (n *node) url() string { return "http://" + n.addr }
+
+// start runs serve and waits until it answers.
+func (n *node) start() {
+	n.t.Helper()
+	n.stderr = &lockedBuffer{b: &bytes.Buffer{}}
+	n.cmd = exec.Command(n.bin, "serve", "--listen", n.addr, "--home", n.home, "--config", filepath.Join(n.home, "agentkernel.toml"))
+	n.cmd.Dir = n.home
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AGENTKERNEL_") && !strings.HasPrefix(kv, "ANTHROPIC_") {
+			env = append(env, kv)
+		}
+	}
+	n.cmd.Env = append(env, "HOME="+n.home, "AGENTKERNEL_SANDBOX_RUN_DIR="+n.run)
+	n.cmd.Stderr = n.stderr
+	if err := n.cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(n.url() + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("daemon did not become healthy\n%s", n.logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	key, err := os.ReadFile(filepath.Join(n.home, "admin.key"))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.key = strings.TrimSpace(string(key))
+}
+
+// kill SIGKILLs the daemon (no cleanup of any kind runs in it).
+func (n *node) kill() {
+	if n.cmd == nil || n.cmd.Process == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGKILL)
+	_ = n.cmd.Wait()
+	n.cmd = nil
+}
+
+// stop ends the daemon gracefully (SIGTERM).
+func (n *node) stop() {
+	if n.cmd == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	_ = n.cmd.Wait()
+	n.cmd = nil
+}
+
+func (n *node) logs() string {
+	if n.stderr == nil {
+		return ""
+	}
+	n.stderr.mu.Lock()
+	defer n.stderr.mu.Unlock()
+	return n.stderr.b.String()
+}
+
+// arm makes the next turn that reaches failpoint hang there.
+func (n *node) arm(failpoint string) {
+	n.t.Helper()
+	_ = os.Remove(n.flag(failpoint) + ".reached")
+	if err := os.WriteFile(n.flag(failpoint), nil, 0o600); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+func (n *node) disarm(failpoint string) {
+	_ = os.Remove(n.flag(failpoint))
+	_ = os.Remove(n.flag(failpoint) + ".reached")
+}
+
+func (n *node) flag(failpoint string) string { return filepath.Join(n.home, "failpoint-"+failpoint) }
+
+// waitReached waits until a turn hangs at the armed failpoint.
+func (n *node) waitReached(failpoint string) {
+	n.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if _, err := os.Stat(n.flag(failpoint) + ".reached"); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("failpoint %s never reached\n%s", failpoint, n.logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// client is the official SDK's client against the daemon.
+func (n *node) client() anthropic.Client {
+	return anthropic.NewClient(option.WithBaseURL(n.url()), option.WithAPIKey(n.key), option.WithMaxRetries(0))
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}

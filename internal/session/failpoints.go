@@ -1,0 +1,24 @@
+package session
+
+// Failpoints: the points of a turn where crash tests (builds with the
+// failpoints tag) hang the daemon to SIGKILL it there.
+const (
+	// FailAfterRunRow: the run row is inserted, nothing else of the turn
+	// is written yet.
+	FailAfterRunRow = "after-run-row"
+	// FailBeforeModelRequest: the model request is journalled (op_started)
+	// and its span started; the request is not sent yet.
+	FailBeforeModelRequest = "before-model-request"
+	// FailMidModelStream: a text block of the response was delivered as an
+	// agent.message and kept as a stream chunk; the rest has not streamed.
+	FailMidModelStream = "mid-model-stream"
+	// FailBeforeToolExec: the tool call is journalled (op_started); the
+	// guest has not been asked to run it.
+	FailBeforeToolExec = "before-tool-exec"
+	// FailAfterToolExec: the guest ran the tool call and recorded its
+	// result; neither op_completed nor agent.tool_result is written.
+	FailAfterToolExec = "after-tool-exec"
+)
+
+// Failpoints lists every failpoint, for the crash-test hook.
+var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailBeforeToolExec, FailAfterToolExec}

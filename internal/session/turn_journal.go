@@ -1,0 +1,134 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentkernel/agentkernel/internal/guest"
+	"github.com/agentkernel/agentkernel/internal/journal"
+	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/agentkernel/agentkernel/internal/tools"
+)
+
+// reattachWait is how long one GET /ops long poll waits for a running op.
+const reattachWait = time.Minute
+
+// ambiguousResult is what the agent sees for an op that may or may not
+// have had its effect (seed 003): never a silent re-run.
+func ambiguousResult(opID string) *guest.ToolResult {
+	return &guest.ToolResult{IsError: true, Content: fmt.Sprintf("operation %s may have executed; verify before retrying", opID)}
+}
+
+// toolOpID is the journal id of a tool call: its name and input at its
+// position (the turn, the step, its index among the step's tool uses), so
+// two identical calls are two ops and a replayed one is the same op.
+func toolOpID(ts *turnState, cl *call, step int64) (string, json.RawMessage, error) {
+	args, err := json.Marshal(map[string]any{"name": cl.name, "input": cl.input})
+	if err != nil {
+		return "", nil, err
+	}
+	id, err := journal.OpID(journal.KindToolExec, args, ts.turnSeq, step, cl.index)
+	return id, args, err
+}
+
+// journalledTool runs one tool call through the op journal (seed 003):
+// op_started before the guest is asked, op_completed with the result
+// after. Found in the journal, a completed call is replayed from its
+// record; a started one is decided by the guest's own durable record of
+// the op id: a result is read back, a call never accepted is run, a
+// running one is reattached to, and one accepted by a guest that is gone
+// with no result is ambiguous.
+func (w *worker) journalledTool(ctx context.Context, ts *turnState, cl *call, step int64, sbID string) (*guest.ToolResult, error) {
+	r := w.r
+	opID, args, err := toolOpID(ts, cl, step)
+	if err != nil {
+		return nil, err
+	}
+	op, err := r.cfg.Store.StartOp(ctx, &store.Op{ID: opID, SessionID: w.id, Kind: journal.KindToolExec,
+		TurnSeq: ts.turnSeq, Step: step, Index: cl.index, Args: args, Status: store.OpStarted, StartedAt: r.cfg.Clock.Now()})
+	var res *guest.ToolResult
+	switch {
+	case errors.Is(err, store.ErrAlreadyExists) && op != nil && op.Status == store.OpCompleted:
+		var rec guest.ToolResult
+		if err := json.Unmarshal(op.Result, &rec); err != nil {
+			return nil, fmt.Errorf("op %s: recorded result: %w", opID, err)
+		}
+		return &rec, nil
+	case errors.Is(err, store.ErrAlreadyExists):
+		res, err = w.recoverTool(ctx, ts, cl, sbID, opID)
+	case err != nil:
+		return nil, fmt.Errorf("journal the tool call: %w", err)
+	default:
+		r.failpoint(FailBeforeToolExec)
+		res, err = w.execTool(ctx, ts, cl, sbID, opID)
+		if errors.Is(err, guest.ErrOpExists) {
+			res, err = w.recoverTool(ctx, ts, cl, sbID, opID)
+		}
+	}
+	if err != nil {
+		if c := context.Cause(ctx); errors.Is(c, errInterrupt) || errors.Is(c, errDestroying) {
+			// The guest runs a journalled call to its end whoever waits
+			// for it; an interrupt must stop it explicitly.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			if cerr := tools.Cancel(cctx, r.cfg.Sandboxes, ts.s.TenantID, sbID, opID); cerr != nil {
+				r.log.WarnContext(ctx, "cancel interrupted tool call", "session", w.id, "op_id", opID, "err", cerr)
+			}
+			cancel()
+		}
+		return nil, err
+	}
+	r.failpoint(FailAfterToolExec)
+	raw, _ := json.Marshal(res)
+	if _, err := r.cfg.Store.CompleteOp(context.WithoutCancel(ctx), w.id, opID, raw); err != nil && !errors.Is(err, store.ErrConflict) {
+		return nil, fmt.Errorf("journal the tool result: %w", err)
+	}
+	return res, nil
+}
+
+// execTool asks the guest to run the call under its op id; a bash call
+// with run_in_background starts a background task instead.
+func (w *worker) execTool(ctx context.Context, ts *turnState, cl *call, sbID, opID string) (*guest.ToolResult, error) {
+	if cmd, ok := tools.Background(cl.name, cl.input); ok {
+		return w.startBackground(ctx, ts, sbID, opID, cmd)
+	}
+	return tools.Run(ctx, w.r.cfg.Sandboxes, ts.s.TenantID, sbID, cl.name, cl.input, w.r.cfg.ToolLimits, opID)
+}
+
+// recoverTool decides a call the journal shows started and not completed.
+func (w *worker) recoverTool(ctx context.Context, ts *turnState, cl *call, sbID, opID string) (*guest.ToolResult, error) {
+	r := w.r
+	if cmd, ok := tools.Background(cl.name, cl.input); ok {
+		return w.recoverBackground(ctx, ts, sbID, opID, cmd)
+	}
+	for ctx.Err() == nil {
+		st, err := tools.OpStatus(ctx, r.cfg.Sandboxes, ts.s.TenantID, sbID, opID, reattachWait)
+		if err != nil {
+			return nil, fmt.Errorf("ask the guest about op %s: %w", opID, err)
+		}
+		switch st.State {
+		case guest.OpStateFinished:
+			if st.Result == nil || st.Result.Tool == nil {
+				return ambiguousResult(opID), nil
+			}
+			r.log.InfoContext(ctx, "tool result read back from the guest", "session", w.id, "op_id", opID)
+			return st.Result.Tool, nil
+		case guest.OpStateUnknown:
+			// Never accepted, so it never ran: run it now.
+			res, err := tools.Run(ctx, r.cfg.Sandboxes, ts.s.TenantID, sbID, cl.name, cl.input, r.cfg.ToolLimits, opID)
+			if errors.Is(err, guest.ErrOpExists) {
+				continue
+			}
+			return res, err
+		case guest.OpStateRunning:
+			r.log.InfoContext(ctx, "reattached to a running tool call", "session", w.id, "op_id", opID)
+			continue
+		default:
+			r.log.WarnContext(ctx, "tool call outcome unknown", "session", w.id, "op_id", opID, "state", st.State)
+			return ambiguousResult(opID), nil
+		}
+	}
+	return nil, ctx.Err()
+}

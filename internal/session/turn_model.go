@@ -1,0 +1,375 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentkernel/agentkernel/internal/journal"
+	"github.com/agentkernel/agentkernel/internal/model"
+	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/agentkernel/agentkernel/internal/tools"
+)
+
+// loop calls the model and runs tools until the model ends its turn.
+// It returns the idle stop reason. Steps are numbered from 1 within the
+// turn (step 0 holds the tool calls confirmed before it); a recovered turn
+// starts again at the last step the journal knows.
+func (w *worker) loop(ctx context.Context, ts *turnState) (map[string]any, error) {
+	r := w.r
+	agent, err := w.loadAgent(ctx, ts.s)
+	if err != nil {
+		return nil, err
+	}
+	ts.agent = agent
+	prov, err := r.cfg.Models.Resolve(agent.Model)
+	if err != nil {
+		return nil, err
+	}
+	// A resumed turn first runs (or refuses) the tool calls the user
+	// confirmed.
+	if err := w.runDecided(ctx, ts); err != nil {
+		return nil, err
+	}
+	step := int64(1)
+	if ts.recovered {
+		last, err := w.lastModelStep(ctx, ts)
+		if err != nil {
+			return nil, err
+		}
+		if last > 0 {
+			step = last
+			resp, known, err := w.replayStep(ctx, ts, step)
+			if err != nil {
+				return nil, err
+			}
+			if known {
+				if sr, err := w.afterModel(ctx, ts, resp, step); sr != nil || err != nil {
+					return sr, err
+				}
+				step++
+			}
+		}
+	}
+	for n := 0; n < r.cfg.MaxSteps; n, step = n+1, step+1 {
+		req := &model.Request{Model: prov.Model, MaxTokens: prov.MaxTokens, System: agent.System,
+			Messages: w.conv.messages(), Tools: agent.Tools.Tools}
+		resp, err := w.modelCall(ctx, ts, prov.Provider, req, step)
+		if err != nil {
+			return nil, err
+		}
+		if sr, err := w.afterModel(ctx, ts, resp, step); sr != nil || err != nil {
+			return sr, err
+		}
+	}
+	return nil, fmt.Errorf("the turn reached its limit of %d model calls", r.cfg.MaxSteps)
+}
+
+// afterModel acts on a model response: it returns the stop reason when
+// the turn ends here, else runs the step's tool calls and returns nil.
+func (w *worker) afterModel(ctx context.Context, ts *turnState, resp *model.Response, step int64) (map[string]any, error) {
+	if w.conv.awaiting() {
+		var ids []string
+		for _, cl := range w.conv.open {
+			if cl.custom || (cl.ask && cl.decision == "") {
+				ids = append(ids, cl.eventID)
+			}
+		}
+		// Tools that need no confirmation in the same step run now;
+		// their results wait with the rest.
+		if err := w.runAllowed(ctx, ts, step); err != nil {
+			return nil, err
+		}
+		return stopReason(StopRequiresAction, ids), nil
+	}
+	if len(w.conv.open) == 0 {
+		if resp.StopReason == model.StopRefusal {
+			return stopReason(StopRefusal, nil), nil
+		}
+		return stopReason(StopEndTurn, nil), nil
+	}
+	return nil, w.runAllowed(ctx, ts, step)
+}
+
+// replayStep recovers the journal's last model request of the turn. A
+// completed one is replayed from its record; a started one that delivered
+// tool uses before it died is taken as answered with them. known=false
+// leaves the step to modelCall, which goes on from the partial output.
+func (w *worker) replayStep(ctx context.Context, ts *turnState, step int64) (*model.Response, bool, error) {
+	opID, err := journal.OpID(journal.KindModelRequest, map[string]any{"model": w.modelName(ts)}, ts.turnSeq, step, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	op, err := w.r.cfg.Store.GetOp(ctx, w.id, opID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read the op journal: %w", err)
+	}
+	var resp *model.Response
+	switch {
+	case op.Status == store.OpCompleted:
+		var res modelResult
+		if err := json.Unmarshal(op.Result, &res); err != nil {
+			return nil, false, fmt.Errorf("op %s: recorded result: %w", opID, err)
+		}
+		resp = &model.Response{Content: res.Content, StopReason: res.StopReason}
+	case len(w.conv.open) > 0:
+		// The call died after it delivered tool uses: they are its
+		// response; the next step tells the model their results.
+		resp = &model.Response{Content: w.stepBlocks(ctx, ts, step), StopReason: model.StopToolUse}
+		if err := w.completeModelOp(ctx, opID, resp); err != nil {
+			return nil, false, err
+		}
+	default:
+		return nil, false, nil
+	}
+	return resp, true, w.closeSpan(ctx, ts, resp, nil)
+}
+
+func (w *worker) modelName(ts *turnState) string {
+	if p, err := w.r.cfg.Models.Resolve(ts.agent.Model); err == nil {
+		return p.Model
+	}
+	return ts.agent.Model
+}
+
+// lastModelStep is the step of the turn's last journalled model request
+// (0 when it made none).
+func (w *worker) lastModelStep(ctx context.Context, ts *turnState) (int64, error) {
+	ops, err := w.r.cfg.Store.ListOps(ctx, w.id, ts.turnSeq)
+	if err != nil {
+		return 0, fmt.Errorf("read the op journal: %w", err)
+	}
+	var last int64
+	for _, op := range ops {
+		if op.Kind == journal.KindModelRequest {
+			last = max(last, op.Step)
+		}
+	}
+	return last, nil
+}
+
+// modelResult is a model request's op_completed record.
+type modelResult struct {
+	Content    []model.Block `json:"content"`
+	StopReason string        `json:"stop_reason"`
+	Usage      model.Usage   `json:"usage"`
+}
+
+// modelCall makes the step's model request as a journalled op (seed 003):
+// op_started before the request; each content block appended as an agent
+// event the moment it is complete, and as a stream chunk; op_completed
+// with the response. Found in the journal, a completed request is replayed
+// from its record, and a started one goes on from what it delivered: its
+// tool uses run as they are, else its blocks are the assistant prefill of
+// a new request whose repeats of them are not delivered again.
+func (w *worker) modelCall(ctx context.Context, ts *turnState, p model.Provider, req *model.Request, step int64) (*model.Response, error) {
+	r := w.r
+	opID, err := journal.OpID(journal.KindModelRequest, map[string]any{"model": req.Model}, ts.turnSeq, step, 0)
+	if err != nil {
+		return nil, err
+	}
+	args, _ := json.Marshal(map[string]any{"model": req.Model})
+	op, err := r.cfg.Store.StartOp(ctx, &store.Op{ID: opID, SessionID: w.id, Kind: journal.KindModelRequest,
+		TurnSeq: ts.turnSeq, Step: step, Args: args, Status: store.OpStarted, StartedAt: r.cfg.Clock.Now()})
+	resumed := false
+	switch {
+	case errors.Is(err, store.ErrAlreadyExists) && op != nil && op.Status == store.OpCompleted:
+		// Only a step replayStep already took can get here twice.
+		var res modelResult
+		if err := json.Unmarshal(op.Result, &res); err != nil {
+			return nil, fmt.Errorf("op %s: recorded result: %w", opID, err)
+		}
+		resp := &model.Response{Content: res.Content, StopReason: res.StopReason}
+		return resp, w.closeSpan(ctx, ts, resp, nil)
+	case errors.Is(err, store.ErrAlreadyExists) && op != nil:
+		resumed = true
+		trimPrefill(req)
+	case err != nil:
+		return nil, fmt.Errorf("journal the model request: %w", err)
+	}
+	if !resumed || w.conv.spanOpen == "" {
+		evs, err := r.cfg.Events.Append(ctx, w.id, []store.NewEvent{newEvent(EventSpanModelStart, nil)})
+		if err != nil {
+			return nil, err
+		}
+		w.appended(ctx, evs)
+	}
+	r.failpoint(FailBeforeModelRequest)
+	// Blocks the interrupted call already delivered are not delivered
+	// again when the new request repeats them.
+	var dupTexts []string
+	dupThinking := 0
+	if resumed {
+		dupTexts, dupThinking = append([]string(nil), w.conv.stepTexts...), w.conv.stepThinkings
+	}
+	var partial []model.Block
+	if resumed {
+		partial = w.stepBlocks(ctx, ts, step)
+	}
+	chunkSeq := int64(len(partial))
+	onBlock := func(b model.Block) error {
+		switch {
+		case b.Type == model.BlockText && takeString(&dupTexts, b.Text):
+			return nil
+		case (b.Type == model.BlockThinking || b.Type == model.BlockRedactedThinking) && dupThinking > 0:
+			dupThinking--
+			return nil
+		}
+		ev, ok := w.blockEvent(ts, b)
+		if !ok {
+			return nil
+		}
+		if b.Type == model.BlockThinking || b.Type == model.BlockRedactedThinking {
+			w.conv.raw[ev.ID] = b
+		}
+		evs, err := r.cfg.Events.Append(ctx, w.id, []store.NewEvent{ev})
+		if err != nil {
+			return err
+		}
+		w.appended(ctx, evs)
+		delete(w.conv.raw, ev.ID)
+		if b.Type == model.BlockToolUse {
+			b.ID = ev.ID // the id the conversation uses from now on
+		}
+		data, _ := json.Marshal(b)
+		chunkSeq++
+		if _, err := r.cfg.Store.AppendStreamChunk(ctx, &store.StreamChunk{SessionID: w.id, TurnSeq: ts.turnSeq, Step: step, Data: data}); err != nil {
+			return fmt.Errorf("keep partial model output: %w", err)
+		}
+		if b.Type == model.BlockText {
+			r.failpoint(FailMidModelStream)
+		}
+		return nil
+	}
+	resp, err := p.Stream(ctx, req, onBlock)
+	var usage model.Usage
+	if resp != nil {
+		usage = resp.Usage
+	}
+	ts.usage = ts.usage.Add(usage)
+	if err == nil {
+		resp.Content = append(partial, resp.Content...)
+		if cerr := w.completeModelOp(ctx, opID, resp); cerr != nil {
+			err = cerr
+		}
+	}
+	if err != nil && ctx.Err() != nil {
+		// Shutdown or interrupt: an interrupt's span end goes out with
+		// the turn's end below; a shutdown leaves the span to recovery.
+		if !errors.Is(context.Cause(ctx), errInterrupt) && !errors.Is(context.Cause(ctx), errDestroying) {
+			return resp, err
+		}
+	}
+	return resp, w.closeSpan(ctx, ts, &model.Response{Content: respContent(resp), Usage: usage}, err)
+}
+
+func respContent(resp *model.Response) []model.Block {
+	if resp == nil {
+		return nil
+	}
+	return resp.Content
+}
+
+// closeSpan appends the open span's end. When the call ends the turn (no
+// tool use) the end is held for the turn's closing write.
+func (w *worker) closeSpan(ctx context.Context, ts *turnState, resp *model.Response, callErr error) error {
+	if w.conv.spanOpen == "" {
+		return callErr
+	}
+	end := newEvent(EventSpanModelEnd, map[string]any{
+		"model_request_start_id": w.conv.spanOpen, "is_error": callErr != nil, "model_usage": usageJSON(resp.Usage),
+	})
+	if callErr == nil && len(w.conv.open) == 0 {
+		ts.held = []store.NewEvent{end}
+		w.conv.spanOpen = ""
+		return nil
+	}
+	evs, err := w.r.cfg.Events.Append(context.WithoutCancel(ctx), w.id, []store.NewEvent{end})
+	if err == nil {
+		w.appended(ctx, evs)
+	} else if callErr == nil {
+		callErr = err
+	}
+	return callErr
+}
+
+func (w *worker) completeModelOp(ctx context.Context, opID string, resp *model.Response) error {
+	res, _ := json.Marshal(modelResult{Content: resp.Content, StopReason: resp.StopReason, Usage: resp.Usage})
+	_, err := w.r.cfg.Store.CompleteOp(context.WithoutCancel(ctx), w.id, opID, res)
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("journal the model response: %w", err)
+	}
+	return nil
+}
+
+// stepBlocks reads the step's partial output back from the stream chunks.
+func (w *worker) stepBlocks(ctx context.Context, ts *turnState, step int64) []model.Block {
+	chunks, err := w.r.cfg.Store.ListStreamChunks(ctx, w.id, ts.turnSeq, step)
+	if err != nil {
+		w.r.log.WarnContext(ctx, "read partial model output", "session", w.id, "err", err)
+		return nil
+	}
+	out := make([]model.Block, 0, len(chunks))
+	for _, c := range chunks {
+		var b model.Block
+		if json.Unmarshal(c.Data, &b) == nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// trimPrefill: the Messages API refuses a final assistant message that
+// ends in whitespace.
+func trimPrefill(req *model.Request) {
+	n := len(req.Messages)
+	if n == 0 || req.Messages[n-1].Role != model.RoleAssistant {
+		return
+	}
+	m := &req.Messages[n-1]
+	m.Content = append([]model.Block(nil), m.Content...)
+	if k := len(m.Content) - 1; k >= 0 && m.Content[k].Type == model.BlockText {
+		m.Content[k].Text = strings.TrimRight(m.Content[k].Text, " \t\n")
+	}
+}
+
+// takeString removes one s from *set and reports whether it was there.
+func takeString(set *[]string, s string) bool {
+	for i, v := range *set {
+		if v == s {
+			*set = append((*set)[:i:i], (*set)[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// blockEvent is the agent event of a content block.
+func (w *worker) blockEvent(ts *turnState, b model.Block) (store.NewEvent, bool) {
+	switch b.Type {
+	case model.BlockText:
+		if b.Text == "" {
+			return store.NewEvent{}, false
+		}
+		return newEvent(EventAgentMessage, map[string]any{"content": textContent(b.Text)}), true
+	case model.BlockThinking, model.BlockRedactedThinking:
+		return newEvent(EventAgentThinking, nil), true
+	case model.BlockToolUse:
+		input := map[string]any{}
+		_ = json.Unmarshal(b.Input, &input)
+		if ts.agent.Tools.Kind(b.Name) == tools.KindCustom {
+			return newEvent(EventAgentCustomToolUse, map[string]any{"name": b.Name, "input": input}), true
+		}
+		perm := "allow"
+		if ts.agent.Tools.Asks(b.Name) {
+			perm = "ask"
+		}
+		return newEvent(EventAgentToolUse, map[string]any{"name": b.Name, "input": input, "evaluated_permission": perm}), true
+	}
+	return store.NewEvent{}, false
+}
