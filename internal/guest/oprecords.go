@@ -17,8 +17,16 @@ import (
 // in the workspace, which is snapshotted with hibernation and restored with
 // the sandbox, so the record outlives this guest:
 //
-//	/workspace/.agentkernel/ops/<op_id>/accepted     written and fsynced before the command starts
-//	/workspace/.agentkernel/ops/<op_id>/result.json  written atomically when it ends
+//	/workspace/.agentkernel/ops/<op_id>/             created and made durable before the command starts
+//	/workspace/.agentkernel/ops/<op_id>/accepted     what was accepted (informational, made durable with the result)
+//	/workspace/.agentkernel/ops/<op_id>/result.json  written atomically and durably when it ends
+//
+// The op's directory is the acceptance: its entry in ops/ is fsynced
+// before the command starts, and that one fsync is all an acceptance
+// costs. A result costs two (the file, then its directory) that share one
+// journal commit (see writeRecord). Fsyncs are
+// most of a journalled call's overhead, so none is spent on what recovery
+// does not need: the accepted file's content is only informational.
 //
 // Recovery asks GET /ops/{op_id}: a result is read back, no record means
 // the command never ran, a running op is reattached to, and an accepted op
@@ -94,7 +102,7 @@ func (t *opTable) accept(id string, c *command) error {
 	if err != nil {
 		return err
 	}
-	if err := t.writeRecord(id, "accepted", rec); err != nil {
+	if err := t.writeAccepted(id, rec); err != nil {
 		return fmt.Errorf("record op %s as accepted: %w", id, err)
 	}
 	t.running[id] = make(chan struct{})
@@ -158,15 +166,20 @@ func (t *opTable) statusLocked(id string) (OpStatus, error) {
 		switch {
 		case err == nil:
 			var res OpResult
-			if err := json.Unmarshal(b, &res); err != nil {
-				return fmt.Errorf("op %s: result.json: %w", id, err)
+			uerr := json.Unmarshal(b, &res)
+			if uerr == nil {
+				st.State, st.Result = OpStateFinished, &res
+				return nil
 			}
-			st.State, st.Result = OpStateFinished, &res
-			return nil
+			// Torn by a crash before its fsync (see writeRecord): the
+			// result was never reported, so the op is accepted_gone.
+			t.log.Warn("guest: op result.json unreadable", "op_id", id, "err", uerr)
 		case !errors.Is(err, fs.ErrNotExist):
 			return err
 		}
-		if _, err := root.Stat(path.Join(dir, "accepted")); err == nil {
+		// The directory itself is the acceptance (the accepted file in it
+		// may not have reached the disk before a crash).
+		if _, err := root.Stat(dir); err == nil {
 			st.State = OpStateAcceptedGone
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return err
@@ -176,32 +189,72 @@ func (t *opTable) statusLocked(id string) (OpStatus, error) {
 	return st, err
 }
 
-// writeRecord writes dir/name atomically and durably: temp file, fsync,
-// rename, fsync of the directory (and of every directory it had to
-// create), so a record that was reported written survives a crash.
+// writeAccepted creates the op's directory and makes its entry durable
+// with one fsync of ops/ before returning: from then on the op reads as
+// accepted in any later guest. The accepted file is written in it without
+// an fsync of its own; finish's fsync of the directory makes it durable.
+func (t *opTable) writeAccepted(id string, data []byte) error {
+	return withWorkRoot(t.workDir, func(root *os.Root) error {
+		if err := mkdirDurable(root, opsDir); err != nil {
+			return err
+		}
+		dir := path.Join(opsDir, id)
+		if err := root.Mkdir(dir, 0o700); err != nil {
+			return err // ErrExist too: a directory we did not create is not ours to remove
+		}
+		f, err := root.OpenFile(path.Join(dir, "accepted"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			_, err = f.Write(data)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err == nil {
+			err = syncDir(root, opsDir)
+		}
+		if err != nil {
+			_ = root.RemoveAll(dir)
+			return err
+		}
+		return nil
+	})
+}
+
+// writeRecord writes dir/name durably: temp file, rename, fsync of the
+// file and of the directory, so a record that was reported written
+// survives a crash. The directory was made durable by writeAccepted.
 func (t *opTable) writeRecord(id, name string, data []byte) error {
 	return withWorkRoot(t.workDir, func(root *os.Root) error {
 		dir := path.Join(opsDir, id)
-		if err := mkdirDurable(root, dir); err != nil {
-			return err
-		}
 		tmp := path.Join(dir, "."+name+".tmp")
 		f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Something in the workspace removed the op's directory while
+			// it ran: put it back (durably) rather than lose the result.
+			if err = mkdirDurable(root, dir); err == nil {
+				f, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+			}
+		}
 		if err != nil {
 			return err
 		}
+		defer f.Close()
+		// Renamed before the fsyncs, so the file's data, its new name and
+		// the rename all go to disk in one journal commit (the directory's
+		// fsync then finds nothing left to commit): one commit, not two.
+		// A guest that dies leaves the whole file or none; only a crash of
+		// the machine before the fsyncs can leave a torn result.json, which
+		// statusLocked reads as accepted_gone, and that result was never
+		// reported.
 		_, err = f.Write(data)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
 		if err == nil {
 			err = root.Rename(tmp, path.Join(dir, name))
 		}
 		if err != nil {
 			_ = root.Remove(tmp)
+			return err
+		}
+		if err := f.Sync(); err != nil {
 			return err
 		}
 		return syncDir(root, dir)

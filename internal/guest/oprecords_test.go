@@ -345,3 +345,53 @@ func TestListDirHidesRuntimeDir(t *testing.T) {
 		t.Fatalf("ReadFile of the accepted record: %v", err)
 	}
 }
+
+// TestOpBareDirIsAccepted: the op's directory alone is the acceptance
+// (the accepted file in it is written without an fsync of its own, so a
+// crash may lose it); a new guest must still refuse to run the op.
+func TestOpBareDirIsAccepted(t *testing.T) {
+	first, work := startGuest(t, nil)
+	ctx := context.Background()
+	id := testOpID(30)
+	if _, err := first.Exec(ctx, ExecRequest{OpID: id, Shell: `echo run >> log`}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"result.json", "accepted"} {
+		if err := os.Remove(opRecordPath(work, id, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second, _ := startGuest(t, func(cfg *Config) { cfg.WorkDir = work })
+	if st := mustOp(t, second, id); st.State != OpStateAcceptedGone {
+		t.Fatalf("op with a bare record dir: %+v, want accepted_gone", st)
+	}
+	_, err := second.Exec(ctx, ExecRequest{OpID: id, Shell: `echo run >> log`}, nil)
+	mustOpExists(t, err, OpStateAcceptedGone)
+	if b, _ := os.ReadFile(filepath.Join(work, "log")); string(b) != "run\n" {
+		t.Fatalf("log = %q: the op must run once", b)
+	}
+}
+
+// TestOpTornResultIsAcceptedGone: a result.json torn by a machine crash
+// before its fsync (it is renamed into place first, see writeRecord) was
+// never reported, so the op reads as accepted_gone, not as an error.
+func TestOpTornResultIsAcceptedGone(t *testing.T) {
+	first, work := startGuest(t, nil)
+	ctx := context.Background()
+	id := testOpID(31)
+	if _, err := first.Exec(ctx, ExecRequest{OpID: id, Shell: `echo run >> log`}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(opRecordPath(work, id, "result.json"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := startGuest(t, func(cfg *Config) { cfg.WorkDir = work })
+	if st := mustOp(t, second, id); st.State != OpStateAcceptedGone || st.Result != nil {
+		t.Fatalf("op with an empty result.json: %+v, want accepted_gone", st)
+	}
+	_, err := second.Exec(ctx, ExecRequest{OpID: id, Shell: `echo run >> log`}, nil)
+	mustOpExists(t, err, OpStateAcceptedGone)
+	if b, _ := os.ReadFile(filepath.Join(work, "log")); string(b) != "run\n" {
+		t.Fatalf("log = %q: the op must run once", b)
+	}
+}
