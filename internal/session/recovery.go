@@ -40,12 +40,32 @@ func (r *Runtime) sweepLoop(ctx context.Context) {
 		} else if n > 0 {
 			r.log.InfoContext(ctx, "orphaned turns handed to recovery", "count", n)
 		}
+		if n, err := r.WakePending(ctx); err != nil && ctx.Err() == nil {
+			r.log.WarnContext(ctx, "pending-input sweep", "err", err)
+		} else if n > 0 {
+			r.log.InfoContext(ctx, "sessions with untaken input woken", "count", n)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.cfg.Clock.After(r.cfg.RecoverEvery):
 		}
 	}
+}
+
+// WakePending wakes every session holding user input that no turn has
+// taken: a crash between storing a message and inserting its run row leaves
+// no run row for the orphan sweep to find, and without this the message
+// would wait for the session's next event (agents #1729, #2105).
+func (r *Runtime) WakePending(ctx context.Context) (int, error) {
+	ids, err := r.cfg.Store.ListPendingSessions(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list pending sessions: %w", err)
+	}
+	for _, id := range ids {
+		r.Wake(id)
+	}
+	return len(ids), nil
 }
 
 // node is the node part of an owner ("host/boot_…" → "host").

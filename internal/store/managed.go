@@ -187,4 +187,9 @@ type ManagedStore interface {
 	DeleteRunRow(ctx context.Context, sessionID, owner string) error
 	// ListRunRows lists every run row (recovery sweeps them).
 	ListRunRows(ctx context.Context) ([]*RunRow, error)
+	// ListPendingSessions returns, ordered by id, the sessions that are not
+	// terminated, have no run row, and hold a user event after
+	// ProcessedSeq: input no turn has taken, e.g. because the daemon died
+	// between storing a message and starting its turn.
+	ListPendingSessions(ctx context.Context) ([]string, error)
 }

@@ -28,6 +28,7 @@ func ExerciseManaged(ctx context.Context, t *testing.T, newStore func(t *testing
 		{"Events", mgEventCases},
 		{"RunRows", mgRunRowCases},
 		{"Races", mgRaceCases},
+		{"Pending", mgPendingCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
