@@ -37,13 +37,11 @@ type pageQuery struct {
 
 func parsePageQuery(q url.Values, defLimit, maxLimit int, defDesc bool) (pageQuery, error) {
 	p := pageQuery{limit: defLimit, desc: defDesc}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxLimit {
-			return p, BadRequest("query parameter \"limit\" must be an integer from 1 to %d", maxLimit)
-		}
-		p.limit = n
+	limit, err := queryLimit(q, defLimit, maxLimit)
+	if err != nil {
+		return p, err
 	}
+	p.limit = limit
 	if v := q.Get("page"); v != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(v, cursorPrefix))
 		if err != nil || !strings.HasPrefix(v, cursorPrefix) || len(raw) == 0 {

@@ -128,7 +128,6 @@ func (m *monitorAPI) activity(w http.ResponseWriter, r *http.Request) {
 func pageParams(r *http.Request, def int) (int64, int, error) {
 	q := r.URL.Query()
 	var after int64
-	limit := def
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
@@ -136,12 +135,9 @@ func pageParams(r *http.Request, def int) (int64, int, error) {
 		}
 		after = n
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			return 0, 0, BadRequest("query parameter \"limit\" must be an integer from 1 to 1000")
-		}
-		limit = n
+	limit, err := queryLimit(q, def, 1000)
+	if err != nil {
+		return 0, 0, err
 	}
 	return after, limit, nil
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/object"
@@ -215,14 +214,12 @@ func (s *Server) listObjects(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, BadRequest("query parameter \"status\": %q is not a status (Active, Hibernating)", st))
 		return
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			s.writeError(w, r, BadRequest("query parameter \"limit\": %q is not a number from 1 to 1000", v))
-			return
-		}
-		p.Limit = n
+	limit, err := queryLimit(q, p.Limit, 1000)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
+	p.Limit = limit
 	want := p.Limit
 	p.Limit++
 	list, err := s.objects.List(r.Context(), p)
@@ -327,14 +324,12 @@ func (s *Server) deleteAlarm(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := store.ListAuditParams{TenantID: PrincipalFrom(r.Context()).TenantID, Kind: q.Get("kind"), AfterID: q.Get("after"), Limit: 100}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			s.writeError(w, r, BadRequest("query parameter \"limit\": %q is not a number from 1 to 1000", v))
-			return
-		}
-		p.Limit = n
+	limit, err := queryLimit(q, p.Limit, 1000)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
+	p.Limit = limit
 	want := p.Limit
 	p.Limit++
 	list, err := s.objects.Audit(r.Context(), p)
