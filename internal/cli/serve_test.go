@@ -4,45 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds cmd/agentkernel once per test run.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "agentkernel-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "agentkernel")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/agentkernel/agentkernel/cmd/agentkernel").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// binary is the agentkernel binary the tests run: the static build (as
+// scripts/run.sh makes it), built once per test run by staticBinary.
+func binary(t *testing.T) string { return staticBinary(t) }
 
 func freePort(t *testing.T) string {
 	t.Helper()
