@@ -48,6 +48,10 @@ func (m *monitorAPI) createTask(w http.ResponseWriter, r *http.Request) {
 
 func (m *monitorAPI) listTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if err := checkQuery(q, "ticket_id", "sandbox_id", "status", "kind"); err != nil {
+		m.s.writeError(w, r, err)
+		return
+	}
 	p := store.ListTasksParams{TenantID: PrincipalFrom(r.Context()).TenantID, TicketID: q.Get("ticket_id"), SandboxID: q.Get("sandbox_id")}
 	if st := q.Get("status"); st != "" {
 		if !store.TaskStatus(st).Valid() {

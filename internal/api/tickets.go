@@ -44,6 +44,10 @@ func (m *monitorAPI) createTicket(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *monitorAPI) listTickets(w http.ResponseWriter, r *http.Request) {
+	if err := checkQuery(r.URL.Query(), "status"); err != nil {
+		m.s.writeError(w, r, err)
+		return
+	}
 	p := store.ListTicketsParams{TenantID: PrincipalFrom(r.Context()).TenantID}
 	if st := r.URL.Query().Get("status"); st != "" {
 		if !store.TicketStatus(st).Valid() {

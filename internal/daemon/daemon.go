@@ -98,6 +98,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, err
 	d.AddService(session.NewSweeper(st, session.SweeperConfig{Log: log}))
 	managed, events, runner := newManagedAPI(st, log)
 	if events != nil {
+		managed.SandboxNetwork = cfg.Sandbox.Network
 		d.events, d.runner = events, runner
 		d.AddService(events)
 		rt, err := newSessionRuntime(cfg, st, events, mgr, log)
