@@ -121,7 +121,11 @@ ln -s big big-link`
 		{"PUT", "x.txt?colour=red", 400, "invalid_request_error", []string{`"colour"`}},
 		{"PUT", "x.txt?mode=999", 400, "invalid_request_error", []string{`"mode"`}},
 	} {
-		code, body := call(t, tc.method, files+tc.path, d.AdminKey, "data")
+		data := "data"
+		if tc.method != "PUT" {
+			data = ""
+		}
+		code, body := call(t, tc.method, files+tc.path, d.AdminKey, data)
 		typ, msg := errType(body)
 		if code != tc.status || typ != tc.errType {
 			t.Errorf("%s %.60s: %d %s %q, want %d %s", tc.method, tc.path, code, typ, msg, tc.status, tc.errType)

@@ -6,6 +6,7 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -50,9 +51,32 @@ type Server struct {
 	maxFile   int64
 	keys      keyCache
 	objects   *object.Runtime
-	mux       *http.ServeMux
+	mux       *routeMux
 	handler   http.Handler
 }
+
+// routeMux is the ServeMux, keeping the patterns it serves and giving
+// every route that takes no body (see requestBodies) a handler that
+// refuses one.
+type routeMux struct {
+	*http.ServeMux
+	s        *Server
+	patterns []string
+}
+
+func (m *routeMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.patterns = append(m.patterns, pattern)
+	method, _, _ := strings.Cut(pattern, " ")
+	if method != http.MethodGet && method != http.MethodHead && strings.HasPrefix(pattern, method+" ") && !takesBody(pattern) {
+		h = m.s.noBody(pattern, h)
+	}
+	m.ServeMux.HandleFunc(pattern, h)
+}
+
+func (m *routeMux) Handle(pattern string, h http.Handler) { m.HandleFunc(pattern, h.ServeHTTP) }
+
+// Patterns returns the route patterns the server serves.
+func (s *Server) Patterns() []string { return append([]string(nil), s.mux.patterns...) }
 
 // New builds the server and its routes.
 func New(o Options) *Server {
@@ -68,7 +92,6 @@ func New(o Options) *Server {
 		maxBody: o.MaxBodyBytes,
 		version: o.Version,
 		metrics: newHTTPMetrics(o.Registry),
-		mux:     http.NewServeMux(),
 
 		sandboxes: o.Sandboxes,
 		maxFile:   o.MaxFileBytes,
@@ -77,6 +100,7 @@ func New(o Options) *Server {
 	if s.maxFile <= 0 {
 		s.maxFile = 64 << 20
 	}
+	s.mux = &routeMux{ServeMux: http.NewServeMux(), s: s}
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{Registry: o.Registry}))
 

@@ -1,0 +1,679 @@
+package agentkernel_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+
+	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
+	"github.com/agentkernel/agentkernel/internal/model/anthropictest"
+)
+
+// TestEveryManagedFieldWorksOrIsRefused walks every field of every
+// Managed Agents request body anthropic-sdk-go can send (found by
+// reflection over its param types) and sends each one set to a
+// non-default value. Each must either have an effect this test observes —
+// the model sees it, the turn changes, it is stored and returned where
+// that is its purpose — or be refused with a 400 naming it. A field the SDK
+// gains fails here until it is classified below.
+func TestEveryManagedFieldWorksOrIsRefused(t *testing.T) {
+	w := newManagedWalker(t)
+	bodies := []struct {
+		name string
+		typ  any
+	}{
+		{"agent.create", anthropic.BetaAgentNewParams{}},
+		{"agent.update", anthropic.BetaAgentUpdateParams{}},
+		{"environment.create", anthropic.BetaEnvironmentNewParams{}},
+		{"environment.update", anthropic.BetaEnvironmentUpdateParams{}},
+		{"session.create", anthropic.BetaSessionNewParams{}},
+		{"session.update", anthropic.BetaSessionUpdateParams{}},
+		{"events.send", anthropic.BetaSessionEventSendParams{}},
+	}
+	rules := managedRules(w)
+	n := 0
+	for _, b := range bodies {
+		typ := reflect.TypeOf(b.typ)
+		for _, l := range walkFields(typ) {
+			r, ok := classify(rules, b.name, l)
+			if !ok {
+				t.Errorf("%s %s (%v): no rule says what this field does; make it work and check it here, or refuse it as not supported yet", b.name, l.path, l.typ)
+				continue
+			}
+			n++
+			c := w.newCase(t, b.name, typ, l, r)
+			if r.check != nil {
+				r.check(t, c)
+			} else {
+				expectRefused(t, c, r.refused)
+			}
+		}
+	}
+	t.Logf("%d fields checked", n)
+}
+
+// managedWalker is a daemon whose "walk-*" models are a fake Anthropic
+// API, so a check can see exactly what the model was sent.
+type managedWalker struct {
+	d     *daemontest.Daemon
+	fake  *anthropictest.Server
+	c     anthropic.Client
+	seq   atomic.Int64
+	envID string
+}
+
+func newManagedWalker(t *testing.T) *managedWalker {
+	w := &managedWalker{}
+	w.fake = anthropictest.New(t, fakeModel)
+	w.d = daemontest.Start(t, func(c *config.Config) {
+		c.Models = map[string]config.ModelConfig{"walk-*": {Provider: "anthropic", BaseURL: w.fake.URL, APIKey: "sk-walk"}}
+	})
+	w.c = sdkClient(w.d, w.d.AdminKey)
+	w.envID = w.post(t, "/v1/environments", map[string]any{"name": "walk"})["id"].(string)
+	return w
+}
+
+// fakeModel answers "call:NAME" in the newest user text with a call of tool
+// NAME (when it is offered and not yet called), "hang" by hanging, and
+// anything else with "ok".
+func fakeModel(r anthropictest.Request) anthropictest.Turn {
+	var last string
+	for i := len(r.Messages) - 1; i >= 0 && last == ""; i-- {
+		if r.Messages[i].Role != "user" {
+			continue
+		}
+		for _, b := range r.Blocks(i) {
+			if b.Type == "tool_result" {
+				return anthropictest.Turn{Text: "ok"}
+			}
+			last += b.Text
+		}
+	}
+	if strings.Contains(last, "hang") {
+		return anthropictest.Turn{Hang: true}
+	}
+	if _, name, ok := strings.Cut(last, "call:"); ok {
+		name, _, _ = strings.Cut(name, " ")
+		return anthropictest.Turn{ToolUses: []anthropictest.ToolUse{{ID: "toolu_walk", Name: name, Input: map[string]any{"command": "true", "file_path": "x", "pattern": "x"}}}}
+	}
+	return anthropictest.Turn{Text: "ok"}
+}
+
+func (w *managedWalker) marker() string { return fmt.Sprintf("walk-%d", w.seq.Add(1)) }
+
+func (w *managedWalker) do(t *testing.T, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	raw := ""
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = string(b)
+	}
+	return call(t, method, w.d.URL+path, w.d.AdminKey, raw, "Content-Type", "application/json")
+}
+
+// post must succeed.
+func (w *managedWalker) post(t *testing.T, path string, body any) map[string]any {
+	t.Helper()
+	code, out := w.do(t, "POST", path, body)
+	if code != 200 {
+		t.Fatalf("POST %s %v: %d %v", path, body, code, out)
+	}
+	return out
+}
+
+// agent creates an agent on a walk model with fields.
+func (w *managedWalker) agent(t *testing.T, fields map[string]any) string {
+	t.Helper()
+	body := map[string]any{"name": "walk", "model": "walk-model"}
+	for k, v := range fields {
+		body[k] = v
+	}
+	return w.post(t, "/v1/agents", body)["id"].(string)
+}
+
+func (w *managedWalker) session(t *testing.T, agentID string) string {
+	t.Helper()
+	return w.post(t, "/v1/sessions", map[string]any{"agent": agentID, "environment_id": w.envID})["id"].(string)
+}
+
+// events lists a session's events.
+func (w *managedWalker) events(t *testing.T, sessionID string) []map[string]any {
+	t.Helper()
+	code, out := w.do(t, "GET", "/v1/sessions/"+sessionID+"/events?limit=1000", nil)
+	if code != 200 {
+		t.Fatalf("events: %d %v", code, out)
+	}
+	var evs []map[string]any
+	for _, e := range out["data"].([]any) {
+		evs = append(evs, e.(map[string]any))
+	}
+	return evs
+}
+
+// waitIdle waits until the session has more than after session.status_idle
+// events, and returns its events.
+func (w *managedWalker) waitIdle(t *testing.T, sessionID string, after int) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		evs := w.events(t, sessionID)
+		idle := 0
+		for _, e := range evs {
+			if e["type"] == "session.status_idle" {
+				idle++
+			}
+		}
+		if idle > after {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s did not go idle; events %v", sessionID, evs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func idleCount(evs []map[string]any) int {
+	n := 0
+	for _, e := range evs {
+		if e["type"] == "session.status_idle" {
+			n++
+		}
+	}
+	return n
+}
+
+// say sends a user message and waits for the turn to end.
+func (w *managedWalker) say(t *testing.T, sessionID, text string) []map[string]any {
+	t.Helper()
+	before := idleCount(w.events(t, sessionID))
+	w.post(t, "/v1/sessions/"+sessionID+"/events", map[string]any{"events": []any{
+		map[string]any{"type": "user.message", "content": []any{map[string]any{"type": "text", "text": text}}}}})
+	return w.waitIdle(t, sessionID, before)
+}
+
+// requestWith is the newest model request whose user text holds s.
+func (w *managedWalker) requestWith(t *testing.T, s string) anthropictest.Request {
+	t.Helper()
+	reqs := w.fake.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		for _, b := range reqs[i].AllBlocks() {
+			if strings.Contains(b.Text, s) || strings.Contains(b.ToolResultText(), s) {
+				return reqs[i]
+			}
+		}
+	}
+	t.Fatalf("no model request holds %q", s)
+	return anthropictest.Request{}
+}
+
+// newCase prepares a case: what the body sets and how it is sent.
+func (w *managedWalker) newCase(t *testing.T, body string, typ reflect.Type, l leaf, r fieldRule) *fieldCase {
+	c := &fieldCase{body: body, leaf: l, marker: w.marker(), state: map[string]any{}}
+	fill := func(p string) (any, bool) {
+		switch {
+		case p == ".model" || strings.HasSuffix(p, ".model.id"):
+			return "walk-model", true
+		case strings.HasSuffix(p, "<OfCustom>.name"):
+			return "walk_tool", true
+		case strings.HasSuffix(p, "<OfCustom>.input_schema"):
+			return map[string]any{"type": "object"}, true
+		case strings.HasSuffix(p, ".text"), strings.HasSuffix(p, ".data"):
+			return c.marker, true
+		case strings.HasSuffix(p, "<OfUserMessage>.content"):
+			return []any{map[string]any{"type": "text", "text": c.marker}}, true
+		case strings.HasSuffix(p, ".result"):
+			return "deny", true
+		}
+		if v, ok := c.state["fill"+p]; ok {
+			return v, true
+		}
+		return nil, false
+	}
+	var base map[string]any
+	var method, path string
+	switch body {
+	case "agent.create":
+		base, method, path = map[string]any{"name": "walk", "model": "walk-model"}, "POST", "/v1/agents"
+	case "agent.update":
+		id := w.agent(t, nil)
+		c.state["agent"] = id
+		base, method, path = map[string]any{}, "POST", "/v1/agents/"+id
+	case "environment.create":
+		base, method, path = map[string]any{"name": "walk"}, "POST", "/v1/environments"
+	case "environment.update":
+		id := w.post(t, "/v1/environments", map[string]any{"name": "walk"})["id"].(string)
+		base, method, path = map[string]any{}, "POST", "/v1/environments/"+id
+	case "session.create":
+		// The agent has a system prompt of its own, so a check can tell it
+		// from another agent; version 1 and 2 differ.
+		id := w.agent(t, map[string]any{"system": "v1 of " + c.marker})
+		w.post(t, "/v1/agents/"+id, map[string]any{"system": "v2 of " + c.marker})
+		c.state["agent"] = id
+		c.state["fill.agent<OfBetaManagedAgentsAgents>.id"] = id
+		c.state["fill.agent<OfBetaManagedAgentsAgentWithOverridess>.id"] = id
+		base, method, path = map[string]any{"agent": id, "environment_id": w.envID}, "POST", "/v1/sessions"
+	case "session.update":
+		id := w.session(t, w.agent(t, nil))
+		c.state["session"] = id
+		base, method, path = map[string]any{}, "POST", "/v1/sessions/"+id
+	case "events.send":
+		base, method, path = map[string]any{}, "POST", ""
+	default:
+		t.Fatalf("no sender for %s", body)
+	}
+	// The value last: a rule's value may set up what it refers to (a call
+	// waiting for its result, in a session of its own).
+	switch v := r.value.(type) {
+	case nil:
+		c.value = nonDefault(t, l, c.marker)
+	case func(*testing.T, *fieldCase) any:
+		c.value = v(t, c)
+	default:
+		c.value = v
+	}
+	if body == "events.send" && c.state["session"] == nil {
+		c.state["session"] = w.session(t, w.agent(t, nil))
+	}
+	c.send = func() (int, map[string]any) {
+		top := synth(t, typ, l.steps, c.value, fill).(map[string]any)
+		for k, v := range top {
+			base[k] = v
+		}
+		p := path
+		if p == "" {
+			p = "/v1/sessions/" + c.state["session"].(string) + "/events"
+		}
+		c.state["sent"] = base
+		return w.do(t, method, p, base)
+	}
+	return c
+}
+
+// ok sends the case and requires a 200.
+func ok(t *testing.T, c *fieldCase) map[string]any {
+	t.Helper()
+	code, out := c.send()
+	if code != 200 {
+		t.Errorf("%s %s = %v: %d %v, want it accepted", c.body, c.leaf.path, c.value, code, out)
+		return nil
+	}
+	return out
+}
+
+// respPrefix is where the agent's fields are in the answer to c's body.
+func respPrefix(c *fieldCase) string {
+	if strings.HasPrefix(c.body, "session.") {
+		return ".agent"
+	}
+	return ""
+}
+
+// echoes checks that the answer (and a later GET of the resource) holds
+// the value at path: for fields whose purpose is to be stored and returned.
+func (w *managedWalker) echoes(path string) func(*testing.T, *fieldCase) {
+	return func(t *testing.T, c *fieldCase) {
+		out := ok(t, c)
+		if out == nil {
+			return
+		}
+		kind := map[string]string{"agent": "agents", "environment": "environments", "session": "sessions"}[strings.Split(c.body, ".")[0]]
+		_, got := w.do(t, "GET", "/v1/"+kind+"/"+out["id"].(string), nil)
+		for _, o := range []map[string]any{out, got} {
+			v := jsonAt(o, path)
+			if m, isMap := c.value.(map[string]string); isMap {
+				for k, want := range m {
+					if jsonAt(v, "."+k) != want {
+						t.Errorf("%s %s: %s is %v, want it to hold %s=%s", c.body, c.leaf.path, path, v, k, want)
+					}
+				}
+			} else if !sameJSON(v, c.value) {
+				t.Errorf("%s %s: %s is %v, want %v", c.body, c.leaf.path, path, v, c.value)
+			}
+		}
+	}
+}
+
+// echoesAgent is echoes for an agent field, which a session's answer has
+// under "agent".
+func (w *managedWalker) echoesAgent(path string) func(*testing.T, *fieldCase) {
+	return func(t *testing.T, c *fieldCase) { w.echoes(respPrefix(c)+path)(t, c) }
+}
+
+// sessionOf is the session a case's agent fields apply to: a new session
+// of the agent it created or updated, or the session it created or updated.
+func (w *managedWalker) sessionOf(t *testing.T, c *fieldCase, out map[string]any) string {
+	switch c.body {
+	case "agent.create":
+		return w.session(t, out["id"].(string))
+	case "agent.update":
+		return w.session(t, c.state["agent"].(string))
+	case "session.update":
+		return c.state["session"].(string)
+	}
+	return out["id"].(string)
+}
+
+// modelSees checks that a turn in the case's session sends the model a
+// request for which see holds.
+func (w *managedWalker) modelSees(what string, see func(r anthropictest.Request, c *fieldCase) bool) func(*testing.T, *fieldCase) {
+	return func(t *testing.T, c *fieldCase) {
+		out := ok(t, c)
+		if out == nil {
+			return
+		}
+		s := w.sessionOf(t, c, out)
+		w.say(t, s, "hello "+c.marker)
+		if r := w.requestWith(t, c.marker); !see(r, c) {
+			t.Errorf("%s %s = %v: the model was not sent %s (system %s, model %s, tools %s)", c.body, c.leaf.path, c.value, what, r.System, r.Model, r.Tools)
+		}
+	}
+}
+
+// toolsOf decodes the tools of a model request.
+func toolsOf(r anthropictest.Request) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, raw := range r.Tools {
+		var m map[string]any
+		_ = json.Unmarshal(raw, &m)
+		name, _ := m["name"].(string)
+		out[name] = m
+	}
+	return out
+}
+
+var toolsetTools = []string{"bash", "read", "write", "edit", "glob", "grep"}
+
+// asks checks that the tool's call waits for a user.tool_confirmation.
+func (w *managedWalker) asks(t *testing.T, c *fieldCase, tool string) {
+	out := ok(t, c)
+	if out == nil {
+		return
+	}
+	s := w.sessionOf(t, c, out)
+	evs := w.say(t, s, "call:"+tool+" "+c.marker)
+	for _, e := range evs {
+		if e["type"] == "agent.tool_use" && e["name"] == tool {
+			if e["evaluated_permission"] != "ask" {
+				t.Errorf("%s %s: %s ran with permission %v, want ask", c.body, c.leaf.path, tool, e["evaluated_permission"])
+			}
+			return
+		}
+	}
+	t.Errorf("%s %s: no agent.tool_use of %s in %v", c.body, c.leaf.path, tool, evs)
+}
+
+// pendingCall starts a turn in a new session of an agent with fields whose
+// model calls tool, and returns the session and the waiting call's event id.
+func (w *managedWalker) pendingCall(t *testing.T, c *fieldCase, fields map[string]any, tool, eventType string) {
+	s := w.session(t, w.agent(t, fields))
+	evs := w.say(t, s, "call:"+tool+" "+c.marker)
+	for _, e := range evs {
+		if e["type"] == eventType {
+			c.state["session"] = s
+			c.state["call"] = e["id"]
+			return
+		}
+	}
+	t.Fatalf("no %s in %v", eventType, evs)
+}
+
+// pendingCustomCall is pendingCall of a custom tool, the call's id filled
+// into the case's custom_tool_use_id.
+func (w *managedWalker) pendingCustomCall(t *testing.T, c *fieldCase) {
+	w.pendingCall(t, c, map[string]any{"tools": []any{map[string]any{"type": "custom", "name": "walk_tool", "input_schema": map[string]any{"type": "object"}}}},
+		"walk_tool", "agent.custom_tool_use")
+	c.state["fill.events[]<OfUserCustomToolResult>.custom_tool_use_id"] = c.state["call"]
+}
+
+// resumes sends a case that answers the pending call and checks what the
+// model then sees as the call's result.
+func (w *managedWalker) resumes(t *testing.T, c *fieldCase, see func(b anthropictest.Block) bool) {
+	s := c.state["session"].(string)
+	before := idleCount(w.events(t, s))
+	if ok(t, c) == nil {
+		return
+	}
+	w.waitIdle(t, s, before)
+	reqs := w.fake.Requests()
+	for _, b := range reqs[len(reqs)-1].AllBlocks() {
+		if b.Type == "tool_result" && see(b) {
+			return
+		}
+	}
+	t.Errorf("%s %s = %v: the model's last request has no matching tool result: %+v", c.body, c.leaf.path, c.value, reqs[len(reqs)-1].AllBlocks())
+}
+
+// The agent's fields, wherever they are sent: on an agent, as a session's
+// agent_with_overrides, or as a session update's agent.
+const agentFields = `^(?:agent\.(?:create|update) |session\.create \.agent<OfBetaManagedAgentsAgentWithOverridess>|session\.update \.agent)`
+const toolset = agentFields + `\.tools\[\]<OfAgentToolset20260401>`
+
+func managedRules(w *managedWalker) []fieldRule {
+	notYet := func(re, mention string) fieldRule { return rule(re).refuse(mention) }
+	toolOf := func(c *fieldCase) string {
+		_, after, _ := strings.Cut(c.leaf.path, "configs[]<Of")
+		name, _, _ := strings.Cut(after, ">")
+		return strings.ToLower(name)
+	}
+	rules := []fieldRule{
+		// Stored and returned: that is what they are for.
+		rule(agentFields + `\.(name|description)$`).does(func(t *testing.T, c *fieldCase) { w.echoesAgent(c.leaf.path)(t, c) }),
+		rule(agentFields + `\.metadata$`).does(w.echoesAgent(".metadata")),
+		// What the model is sent.
+		rule(agentFields + `\.system$`).does(w.modelSees("the system prompt", func(r anthropictest.Request, c *fieldCase) bool {
+			return strings.Contains(string(r.System), c.value.(string))
+		})),
+		rule(agentFields + `\.model\.id$`).does(w.modelSees("the model id", func(r anthropictest.Request, c *fieldCase) bool { return r.Model == c.value })),
+		notYet(agentFields+`\.model\.speed$`, "model.speed"),
+		notYet(agentFields+`\.model\.effort`, "model.effort"),
+		notYet(agentFields+`\.model\.inference_geo$`, "model.inference_geo"),
+		notYet(agentFields+`\.execution_identity<OfAWSRole>`, "execution_identity.type"),
+		rule(agentFields + `\.execution_identity<OfServiceAccount>\.type$`).does(w.echoesAgent(".execution_identity.type")),
+		notYet(agentFields+`\.mcp_servers`, "mcp_servers"),
+		notYet(agentFields+`\.multiagent`, "multiagent"),
+		notYet(agentFields+`\.skills`, "skills"),
+		rule(`^agent\.update \.version$`).with(1).does(func(t *testing.T, c *fieldCase) {
+			w.post(t, "/v1/agents/"+c.state["agent"].(string), map[string]any{"system": "now version 2"})
+			if code, out := c.send(); code != 409 || !strings.Contains(fmt.Sprint(out), `version`) {
+				t.Errorf("agent.update version 1 of an agent at version 2: %d %v, want 409", code, out)
+			}
+		}),
+		// Tools.
+		notYet(agentFields+`\.tools\[\]<OfMCPToolset>`, "tools[0].type"),
+		rule(toolset + `\.type$`).does(w.modelSees("the toolset", func(r anthropictest.Request, c *fieldCase) bool {
+			ts := toolsOf(r)
+			for _, n := range toolsetTools {
+				if ts[n] == nil {
+					return false
+				}
+			}
+			return true
+		})),
+		rule(toolset + `\.default_config\.enabled$`).with(false).does(w.modelSees("no toolset", func(r anthropictest.Request, c *fieldCase) bool {
+			return len(toolsOf(r)) == 0
+		})),
+		rule(toolset + `\.default_config\.permission_policy<OfAlwaysAsk>\.type$`).does(func(t *testing.T, c *fieldCase) { w.asks(t, c, "bash") }),
+		rule(toolset + `\.default_config\.permission_policy<OfAlwaysAllow>\.type$`).does(func(t *testing.T, c *fieldCase) {
+			w.echoesAgent(".tools[0].default_config.permission_policy.type")(t, c) // the default, resolved
+		}),
+		notYet(toolset+`\.(default_config|configs\[\]<Of\w+>)\.permission_policy<OfAuto>`, "permission_policy.type"),
+		rule(toolset + `\.configs\[\]<Of(Bash|Edit|Read|Write|Glob|Grep)>\.enabled$`).with(false).does(w.modelSees("the toolset without the disabled tool", func(r anthropictest.Request, c *fieldCase) bool {
+			ts, off := toolsOf(r), toolOf(c)
+			for _, n := range toolsetTools {
+				if (ts[n] == nil) != (n == off) {
+					return false
+				}
+			}
+			return true
+		})),
+		rule(toolset + `\.configs\[\]<Of(Bash|Edit|Read|Write|Glob|Grep)>\.permission_policy<OfAlwaysAsk>\.type$`).does(func(t *testing.T, c *fieldCase) { w.asks(t, c, toolOf(c)) }),
+		rule(toolset + `\.configs\[\]<Of(Bash|Edit|Read|Write|Glob|Grep)>\.permission_policy<OfAlwaysAllow>\.type$`).does(func(t *testing.T, c *fieldCase) {
+			w.echoesAgent(".tools[0].configs[0].permission_policy.type")(t, c) // the default, resolved
+		}),
+		rule(toolset + `\.configs\[\]<Of(Bash|Edit|Read|Write|Glob|Grep)>\.(name|type)$`).does(func(t *testing.T, c *fieldCase) {
+			w.echoesAgent(".tools[0].configs[0].name")(t, c) // the tool a config is for
+		}),
+		rule(toolset + `\.configs\[\]<OfWeb(Fetch|Search)>\.enabled$`).with(false).does(w.modelSees("no web tool (agentkernel offers none)", func(r anthropictest.Request, c *fieldCase) bool {
+			ts := toolsOf(r)
+			return ts["web_fetch"] == nil && ts["web_search"] == nil
+		})),
+		notYet(toolset+`\.configs\[\]<OfWeb(Fetch|Search)>`, "configs[0]"),
+		rule(agentFields + `\.tools\[\]<OfCustom>\.(name|type)$`).with(func(t *testing.T, c *fieldCase) any {
+			if strings.HasSuffix(c.leaf.path, ".type") {
+				return "custom"
+			}
+			return strings.ReplaceAll(c.marker, "-", "_")
+		}).does(w.modelSees("the custom tool", func(r anthropictest.Request, c *fieldCase) bool {
+			name := c.value.(string)
+			if name == "custom" {
+				name = "walk_tool"
+			}
+			return toolsOf(r)[name] != nil
+		})),
+		rule(agentFields + `\.tools\[\]<OfCustom>\.description$`).does(w.modelSees("the tool's description", func(r anthropictest.Request, c *fieldCase) bool {
+			return toolsOf(r)["walk_tool"]["description"] == c.value
+		})),
+		rule(agentFields + `\.tools\[\]<OfCustom>\.input_schema\.(properties|required\[\]|type)$`).does(w.modelSees("the tool's input schema", func(r anthropictest.Request, c *fieldCase) bool {
+			schema, _ := toolsOf(r)["walk_tool"]["input_schema"].(map[string]any)
+			switch {
+			case strings.HasSuffix(c.leaf.path, ".properties"):
+				return sameJSON(schema["properties"], c.value)
+			case strings.HasSuffix(c.leaf.path, ".required[]"):
+				return sameJSON(schema["required"], []any{c.value})
+			}
+			return schema["type"] == "object"
+		})),
+
+		// Sessions.
+		rule(`^session\.create \.agent<(OfString|OfBetaManagedAgentsAgents|OfBetaManagedAgentsAgentWithOverridess)>(\.id|\.type)?$`).with(func(t *testing.T, c *fieldCase) any {
+			switch {
+			case strings.HasSuffix(c.leaf.path, ".type") && strings.Contains(c.leaf.path, "Overrides"):
+				return "agent_with_overrides"
+			case strings.HasSuffix(c.leaf.path, ".type"):
+				return "agent"
+			}
+			return c.state["agent"]
+		}).does(w.modelSees("the agent's system prompt", func(r anthropictest.Request, c *fieldCase) bool {
+			return strings.Contains(string(r.System), "v2 of "+c.marker)
+		})),
+		rule(`^session\.create \.agent<\w+>\.version$`).with(1).does(w.modelSees("version 1 of the agent", func(r anthropictest.Request, c *fieldCase) bool {
+			return strings.Contains(string(r.System), "v1 of "+c.marker)
+		})),
+		rule(`^session\.create \.environment_id$`).with(func(t *testing.T, c *fieldCase) any { return w.envID }).does(w.echoes(".environment_id")),
+		rule(`^session\.(create|update) \.title$`).does(w.echoes(".title")),
+		rule(`^session\.(create|update) \.metadata$`).does(w.echoes(".metadata")),
+		notYet(`^session\.(create|update) \.budget`, "budget"),
+		notYet(`^session\.(create|update) \.vault_ids`, "vault_ids"),
+		notYet(`^session\.create \.resources`, "resources"),
+		notYet(`^session\.update \.agent\.mcp_servers`, "agent.mcp_servers"),
+		rule(`^session\.create \.initial_events\[\]<OfUserMessage>(\.type|\.content\[\]<OfText>\.(text|type))$`).does(func(t *testing.T, c *fieldCase) {
+			out := ok(t, c)
+			if out == nil {
+				return
+			}
+			w.waitIdle(t, out["id"].(string), 0)
+			w.requestWith(t, c.marker)
+		}),
+		notYet(`^session\.create \.initial_events\[\]<OfUserMessage>\.content\[\]<Of(Image|Document|Redacted)>`, "initial_events[0].content[0].type"),
+		notYet(`^session\.create \.initial_events\[\]<OfUserDefineOutcome>`, "initial_events[0].type"),
+
+		// Events.
+		rule(`^events\.send \.events\[\]<OfUserMessage>(\.type|\.content\[\]<OfText>\.(text|type))$`).does(func(t *testing.T, c *fieldCase) {
+			if ok(t, c) == nil {
+				return
+			}
+			w.waitIdle(t, c.state["session"].(string), 0)
+			w.requestWith(t, c.marker)
+		}),
+		notYet(`^events\.send \.events\[\]<OfUserMessage>\.content\[\]<Of(Image|Document|Redacted)>`, "events[0].content[0].type"),
+		notYet(`^events\.send \.events\[\]<OfUserCustomToolResult>\.content\[\]<Of(Image|Document|SearchResult)>`, "events[0].content[0].type").with(func(t *testing.T, c *fieldCase) any {
+			w.pendingCustomCall(t, c) // so that only the content is wrong
+			return nonDefault(t, c.leaf, c.marker)
+		}),
+		rule(`^events\.send \.events\[\]<OfUserInterrupt>\.type$`).does(func(t *testing.T, c *fieldCase) {
+			// The model hangs mid-answer; only the interrupt ends the turn.
+			s := c.state["session"].(string)
+			w.post(t, "/v1/sessions/"+s+"/events", map[string]any{"events": []any{
+				map[string]any{"type": "user.message", "content": []any{map[string]any{"type": "text", "text": "hang " + c.marker}}}}})
+			select {
+			case <-w.fake.Hanging:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the model request never came")
+			}
+			if ok(t, c) == nil {
+				return
+			}
+			w.waitIdle(t, s, 0)
+		}),
+		notYet(`^events\.send \.events\[\]<OfUserInterrupt>\.session_thread_id$`, "session_thread_id"),
+		rule(`^events\.send \.events\[\]<OfUserToolConfirmation>\.(type|tool_use_id|result|deny_message)$`).with(func(t *testing.T, c *fieldCase) any {
+			w.pendingCall(t, c, map[string]any{"tools": []any{map[string]any{"type": "agent_toolset_20260401",
+				"default_config": map[string]any{"permission_policy": map[string]any{"type": "always_ask"}}}}}, "bash", "agent.tool_use")
+			c.state["fill.events[]<OfUserToolConfirmation>.tool_use_id"] = c.state["call"]
+			switch {
+			case strings.HasSuffix(c.leaf.path, ".type"):
+				return "user.tool_confirmation"
+			case strings.HasSuffix(c.leaf.path, ".tool_use_id"):
+				return c.state["call"]
+			case strings.HasSuffix(c.leaf.path, ".result"):
+				return "deny"
+			}
+			return "denied: " + c.marker
+		}).does(func(t *testing.T, c *fieldCase) {
+			w.resumes(t, c, func(b anthropictest.Block) bool {
+				return b.IsError && (!strings.HasSuffix(c.leaf.path, ".deny_message") || strings.Contains(b.ToolResultText(), c.marker))
+			})
+		}),
+		rule(`^events\.send \.events\[\]<OfUserCustomToolResult>(\.type|\.custom_tool_use_id|\.is_error|\.content\[\]<OfText>\.(text|type))$`).with(func(t *testing.T, c *fieldCase) any {
+			w.pendingCustomCall(t, c)
+			switch {
+			case strings.HasSuffix(c.leaf.path, "<OfUserCustomToolResult>.type"):
+				return "user.custom_tool_result"
+			case strings.HasSuffix(c.leaf.path, ".custom_tool_use_id"):
+				return c.state["call"]
+			case strings.HasSuffix(c.leaf.path, ".is_error"):
+				return true
+			case strings.HasSuffix(c.leaf.path, "<OfText>.type"):
+				return "text"
+			}
+			return c.marker
+		}).does(func(t *testing.T, c *fieldCase) {
+			w.resumes(t, c, func(b anthropictest.Block) bool {
+				switch {
+				case strings.HasSuffix(c.leaf.path, ".is_error"):
+					return b.IsError
+				case strings.Contains(c.leaf.path, ".content"):
+					return strings.Contains(b.ToolResultText(), c.marker)
+				}
+				return b.ToolUseID != ""
+			})
+		}),
+		notYet(`^events\.send \.events\[\]<Of(UserDefineOutcome|UserToolResult|SystemMessage)>`, "events[0].type"),
+
+		// Environments.
+		rule(`^environment\.(create|update) \.(name|description)$`).does(func(t *testing.T, c *fieldCase) { w.echoes(c.leaf.path)(t, c) }),
+		rule(`^environment\.(create|update) \.metadata$`).does(w.echoes(".metadata")),
+		notYet(`^environment\.(create|update) \.scope$`, "scope").with("account"),
+		rule(`^environment\.(create|update) \.config<OfCloud>\.type$`).does(w.echoes(".config.type")),
+		rule(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.type$`).does(w.echoes(".config.networking.type")),
+		rule(`^environment\.(create|update) \.config<OfCloud>\.packages\.type$`).does(w.echoes(".config.packages.type")),
+		notYet(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.allowed_hosts`, "config.networking.allowed_hosts"),
+		notYet(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.allow_mcp_servers`, "config.networking.allow_mcp_servers"),
+		notYet(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.allow_package_managers`, "config.networking.allow_package_managers"),
+		notYet(`^environment\.(create|update) \.config<OfCloud>\.networking<OfUnrestricted>`, "config.networking.type"),
+		notYet(`^environment\.(create|update) \.config<OfCloud>\.packages\.\w+\[\]$`, "config.packages."),
+		notYet(`^environment\.(create|update) \.config<OfSelfHosted>`, "config.type"),
+	}
+	return rules
+}
