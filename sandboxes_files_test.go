@@ -120,6 +120,11 @@ ln -s big big-link`
 		{"DELETE", "dir?recursive=maybe", 400, "invalid_request_error", []string{`"recursive"`}},
 		{"PUT", "x.txt?colour=red", 400, "invalid_request_error", []string{`"colour"`}},
 		{"PUT", "x.txt?mode=999", 400, "invalid_request_error", []string{`"mode"`}},
+		// A path the router would clean is refused, not redirected (a
+		// client following the redirect would write another file).
+		{"PUT", "/tmp/x", 400, "invalid_request_error", []string{"%2F"}},
+		{"PUT", "a/./b", 400, "invalid_request_error", []string{`"."`}},
+		{"DELETE", "a/../../b", 400, "invalid_request_error", []string{`".."`}},
 	} {
 		data := "data"
 		if tc.method != "PUT" {

@@ -6,6 +6,7 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -75,6 +76,27 @@ func (m *routeMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.
 
 func (m *routeMux) Handle(pattern string, h http.Handler) { m.HandleFunc(pattern, h.ServeHTTP) }
 
+// canonical refuses, for every method but GET and HEAD, a path that
+// ServeMux would answer with a redirect to its cleaned form ("//", "/./",
+// "/../"): a client that follows the redirect sends its body to another
+// resource (PUT …/files//tmp/x would write /workspace/tmp/x).
+func (s *Server) canonical(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodConnect {
+			p := r.URL.EscapedPath()
+			clean := path.Clean("/" + p)
+			if strings.HasSuffix(p, "/") && clean != "/" {
+				clean += "/"
+			}
+			if clean != p {
+				s.writeError(w, r, BadRequest("request path %q has empty, \".\" or \"..\" segments (it would be %q); a slash that belongs to a file path is sent URL-encoded, as %%2F", p, clean))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // Patterns returns the route patterns the server serves.
 func (s *Server) Patterns() []string { return append([]string(nil), s.mux.patterns...) }
 
@@ -127,7 +149,7 @@ func New(o Options) *Server {
 	}
 
 	s.mux.HandleFunc("/", s.notFound)
-	s.handler = s.instrument(s.mux)
+	s.handler = s.instrument(s.canonical(s.mux))
 	return s
 }
 
