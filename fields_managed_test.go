@@ -274,14 +274,7 @@ func (w *managedWalker) newCase(t *testing.T, body string, typ reflect.Type, l l
 	}
 	// The value last: a rule's value may set up what it refers to (a call
 	// waiting for its result, in a session of its own).
-	switch v := r.value.(type) {
-	case nil:
-		c.value = nonDefault(t, l, c.marker)
-	case func(*testing.T, *fieldCase) any:
-		c.value = v(t, c)
-	default:
-		c.value = v
-	}
+	c.value = r.valueFor(t, c)
 	if body == "events.send" && c.state["session"] == nil {
 		c.state["session"] = w.session(t, w.agent(t, nil))
 	}
@@ -330,16 +323,7 @@ func (w *managedWalker) echoes(path string) func(*testing.T, *fieldCase) {
 		kind := map[string]string{"agent": "agents", "environment": "environments", "session": "sessions"}[strings.Split(c.body, ".")[0]]
 		_, got := w.do(t, "GET", "/v1/"+kind+"/"+out["id"].(string), nil)
 		for _, o := range []map[string]any{out, got} {
-			v := jsonAt(o, path)
-			if m, isMap := c.value.(map[string]string); isMap {
-				for k, want := range m {
-					if jsonAt(v, "."+k) != want {
-						t.Errorf("%s %s: %s is %v, want it to hold %s=%s", c.body, c.leaf.path, path, v, k, want)
-					}
-				}
-			} else if !sameJSON(v, c.value) {
-				t.Errorf("%s %s: %s is %v, want %v", c.body, c.leaf.path, path, v, c.value)
-			}
+			holds(t, c, path, jsonAt(o, path), c.value)
 		}
 	}
 }

@@ -153,14 +153,7 @@ func (w *ownWalker) await(t *testing.T, path string, ok func(map[string]any) boo
 // value may be a func that sets up what the body refers to.
 func (w *ownWalker) newCase(t *testing.T, route string, typ reflect.Type, l leaf, r fieldRule) *fieldCase {
 	c := &fieldCase{body: route, leaf: l, marker: w.marker(), state: map[string]any{}}
-	switch v := r.value.(type) {
-	case nil:
-		c.value = nonDefault(t, l, c.marker)
-	case func(*testing.T, *fieldCase) any:
-		c.value = v(t, c)
-	default:
-		c.value = v
-	}
+	c.value = r.valueFor(t, c)
 	path := strings.TrimPrefix(route, "POST ")
 	path = strings.NewReplacer("{id}", w.sandbox, "{class}", "counter").Replace(path)
 	switch {
@@ -213,17 +206,7 @@ func (w *ownWalker) echoes(getPath func(c *fieldCase, out map[string]any) string
 		if out == nil {
 			return
 		}
-		got := w.get(t, getPath(c, out))
-		v := jsonAt(got, path)
-		if m, isMap := c.value.(map[string]string); isMap {
-			for k, want := range m {
-				if jsonAt(v, "."+k) != want {
-					t.Errorf("%s %s: %s is %v, want it to hold %s=%s", c.body, c.leaf.path, path, v, k, want)
-				}
-			}
-		} else if !sameJSON(v, c.value) && fmt.Sprint(v) != fmt.Sprint(c.value) {
-			t.Errorf("%s %s: %s is %v, want %v", c.body, c.leaf.path, path, v, c.value)
-		}
+		holds(t, c, path, jsonAt(w.get(t, getPath(c, out)), path), c.value)
 	}
 }
 

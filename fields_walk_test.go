@@ -342,6 +342,35 @@ func (r fieldRule) does(f func(*testing.T, *fieldCase)) fieldRule {
 	return r
 }
 
+// valueFor is the value a case sends: the rule's (a func may set up what
+// the value refers to), else a non-default one.
+func (r fieldRule) valueFor(t *testing.T, c *fieldCase) any {
+	switch v := r.value.(type) {
+	case nil:
+		return nonDefault(t, c.leaf, c.marker)
+	case func(*testing.T, *fieldCase) any:
+		return v(t, c)
+	}
+	return r.value
+}
+
+// holds checks that got (a decoded JSON value) holds want: every key of a
+// map, else the same value.
+func holds(t *testing.T, c *fieldCase, where string, got, want any) {
+	t.Helper()
+	if m, isMap := want.(map[string]string); isMap {
+		for k, v := range m {
+			if jsonAt(got, "."+k) != v {
+				t.Errorf("%s %s: %s is %v, want it to hold %s=%s", c.body, c.leaf.path, where, got, k, v)
+			}
+		}
+		return
+	}
+	if !sameJSON(got, want) && fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s %s: %s is %v, want %v", c.body, c.leaf.path, where, got, want)
+	}
+}
+
 // fieldCase is one field of one body being tried.
 type fieldCase struct {
 	body   string // e.g. "agent.create"

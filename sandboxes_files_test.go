@@ -15,14 +15,12 @@ import (
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
 )
 
-// TestSandboxFilesPathForms: a relative path is relative to /workspace; an
-// absolute one (leading slash URL-encoded) names that path in the sandbox.
-// Both forms name the same workspace file, and /tmp is reachable too.
-func TestSandboxFilesPathForms(t *testing.T) {
-	ctx := context.Background()
-	d := daemontest.Start(t)
+// filesSandbox creates a process sandbox that the test deletes at the end
+// (through the API, so a workspace that cannot be snapshotted fails it).
+func filesSandbox(t *testing.T, d *daemontest.Daemon) (*agentkernel.Client, *agentkernel.Sandbox) {
+	t.Helper()
 	c := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))
-	sb, err := c.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{})
+	sb, err := c.Sandboxes.Create(context.Background(), agentkernel.SandboxCreateParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,6 +29,16 @@ func TestSandboxFilesPathForms(t *testing.T) {
 			t.Errorf("delete sandbox: %v", err)
 		}
 	})
+	return c, sb
+}
+
+// TestSandboxFilesPathForms: a relative path is relative to /workspace; an
+// absolute one (leading slash URL-encoded) names that path in the sandbox.
+// Both forms name the same workspace file, and /tmp is reachable too.
+func TestSandboxFilesPathForms(t *testing.T) {
+	ctx := context.Background()
+	d := daemontest.Start(t)
+	c, sb := filesSandbox(t, d)
 	files := d.URL + "/v1/sandboxes/" + sb.ID + "/files/"
 
 	if code, body := call(t, "PUT", files+"%2Fworkspace%2Fabs.txt", d.AdminKey, "absolute"); code != 201 || body["path"] != "/workspace/abs.txt" {
@@ -60,16 +68,7 @@ func TestSandboxFilesPathForms(t *testing.T) {
 func TestSandboxFilesErrorsAre4xx(t *testing.T) {
 	ctx := context.Background()
 	d := daemontest.Start(t, func(c *config.Config) { c.Sandbox.MaxFileBytes = 1 << 20 })
-	c := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))
-	sb, err := c.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := c.Sandboxes.Delete(context.Background(), sb.ID); err != nil {
-			t.Errorf("delete sandbox: %v", err)
-		}
-	})
+	c, sb := filesSandbox(t, d)
 	setup := `set -e
 echo hi > file.txt
 mkdir dir locked

@@ -115,26 +115,11 @@ func applyAgentFields(in obj, d *agentDoc, create bool) error {
 // runtime does not act on yet; their empty values (what the SDK sends when
 // they are left out, or what clears them) are accepted and stored as such.
 func refuseAgentExtras(in obj) error {
-	for _, f := range []struct{ key, why string }{
-		{"mcp_servers", "agentkernel connects to no MCP servers yet; send [] or leave it out"},
-		{"skills", "agentkernel loads no skills yet; send [] or leave it out"},
-	} {
-		list, err := in.array(f.key)
-		if err != nil {
-			return err
-		}
-		if len(list) > 0 {
-			return in.notYet(f.key, f.why)
-		}
-	}
-	if in.set("multiagent") {
-		if _, _, err := in.object("multiagent"); err != nil {
-			return err
-		}
-		return in.notYet("multiagent", "sessions run one agent; send null or leave it out")
-	}
-	in.has("multiagent")
-	return nil
+	return firstErr(
+		in.notYetUnlessEmpty("mcp_servers", "agentkernel connects to no MCP servers yet; send [] or leave it out"),
+		in.notYetUnlessEmpty("skills", "agentkernel loads no skills yet; send [] or leave it out"),
+		in.notYetUnlessEmpty("multiagent", "sessions run one agent; send null or leave it out"),
+	)
 }
 
 func rawObjects(os []obj) json.RawMessage {

@@ -202,6 +202,22 @@ func (o obj) object(k string) (obj, bool, error) {
 	return sub, true, nil
 }
 
+// notYetUnlessEmpty refuses a field that is not supported yet unless it
+// holds nothing (absent, null, [] or {}): the SDK sends the empty value
+// for a field left out, and a client may clear one with it.
+func (o obj) notYetUnlessEmpty(k, why string) error {
+	if !o.set(k) {
+		return nil
+	}
+	switch v := string(bytes.Join(bytes.Fields(o.m[k]), nil)); {
+	case v == "[]" || v == "{}":
+		return nil
+	case v[0] != '[' && v[0] != '{':
+		return o.typeErr(k, "an array or an object")
+	}
+	return o.notYet(k, why)
+}
+
 // opaque reads an optional object whose keys are the caller's own (a JSON
 // Schema, tool arguments): it is checked to be an object and kept as is.
 func (o obj) opaque(k string) (json.RawMessage, bool, error) {

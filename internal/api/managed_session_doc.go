@@ -137,24 +137,9 @@ func decodeSessionDoc(b []byte) (sessionDoc, error) {
 // refuseSessionExtras refuses the session fields the SDK defines and the
 // runtime does not act on yet; their empty values are accepted.
 func refuseSessionExtras(in obj) error {
-	for _, f := range []struct{ key, why string }{
-		{"resources", "nothing is mounted into a session's sandbox yet (files, repositories and memory stores); copy files in with a tool call or the sandbox files API"},
-		{"vault_ids", "agentkernel has no vaults yet; send [] or leave it out"},
-	} {
-		list, err := in.array(f.key)
-		if err != nil {
-			return err
-		}
-		if len(list) > 0 {
-			return in.notYet(f.key, f.why)
-		}
-	}
-	if in.set("budget") {
-		if _, _, err := in.object("budget"); err != nil {
-			return err
-		}
-		return in.notYet("budget", "agentkernel does not price model usage, so no budget can stop a session; send null or leave it out")
-	}
-	in.has("budget")
-	return nil
+	return firstErr(
+		in.notYetUnlessEmpty("resources", "nothing is mounted into a session's sandbox yet (files, repositories and memory stores); copy files in with a tool call or the sandbox files API"),
+		in.notYetUnlessEmpty("vault_ids", "agentkernel has no vaults yet; send [] or leave it out"),
+		in.notYetUnlessEmpty("budget", "agentkernel does not price model usage, so no budget can stop a session; send null or leave it out"),
+	)
 }
