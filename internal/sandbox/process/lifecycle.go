@@ -110,18 +110,22 @@ func (d *Driver) Inspect(_ context.Context, h *sandbox.Handle) (*sandbox.Status,
 	if err != nil {
 		return nil, err
 	}
+	running := st.alive()
 	s := &sandbox.Status{
-		Running:       st.alive(),
+		Running:       running,
 		ExitCode:      -1,
 		StartedAt:     st.StartedAt,
 		LimitsApplied: st.Limits,
+		Enforcement:   st.enforcement(running),
 		Detail:        map[string]string{"pid": strconv.Itoa(st.PID)},
 	}
 	for i, dir := range st.CgroupDirs {
 		s.Detail["cgroup."+strconv.Itoa(i)] = dir
 	}
-	for k, v := range st.LimitNotes {
-		s.Detail["limit."+k] = v
+	for k, e := range s.Enforcement {
+		if e.Mechanism == sandbox.NotEnforced {
+			s.Detail["limit."+k] = "not enforced: " + e.Reason
+		}
 	}
 	if !s.Running {
 		d.mu.Lock()
