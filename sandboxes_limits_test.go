@@ -3,7 +3,10 @@ package agentkernel_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -218,5 +221,41 @@ func TestSandboxDockerLimitsByDefault(t *testing.T) {
 	}
 	if _, err := c.Sandboxes.Delete(ctx, sb.ID); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSandboxCgroupsRemovedAfterStopAndDelete: every sandbox now has
+// cgroups; a hibernated and then deleted sandbox leaves none behind.
+func TestSandboxCgroupsRemovedAfterStopAndDelete(t *testing.T) {
+	ctx := context.Background()
+	d := daemontest.Start(t)
+	c := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))
+	sb, err := c.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{Limits: &agentkernel.SandboxLimits{MemoryMB: 256}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Sandboxes.Get(ctx, sb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for k, v := range got.Runtime.Detail {
+		if strings.HasPrefix(k, "cgroup.") {
+			dirs = append(dirs, v)
+		}
+	}
+	if len(dirs) == 0 {
+		t.Fatalf("no cgroups reported: %+v", got.Runtime)
+	}
+	if _, err := c.Sandboxes.Stop(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Sandboxes.Delete(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("cgroup %s left behind (%v)", dir, err)
+		}
 	}
 }

@@ -26,13 +26,13 @@ func (d *Driver) Stop(ctx context.Context, h *sandbox.Handle, timeout time.Durat
 		return err
 	}
 	if !st.alive() {
-		d.reapBwrap(h.ID)
+		d.stopped(h.ID, st)
 		return nil
 	}
 	if timeout > 0 {
 		st.signal(syscall.SIGTERM)
 		if d.waitGone(ctx, st, timeout) {
-			d.reapBwrap(h.ID)
+			d.stopped(h.ID, st)
 			return nil
 		}
 		d.log.Warn("sandbox ignored SIGTERM, killing", "sandbox", h.ID, "timeout", timeout)
@@ -42,8 +42,18 @@ func (d *Driver) Stop(ctx context.Context, h *sandbox.Handle, timeout time.Durat
 	if !d.waitGone(context.WithoutCancel(ctx), st, killWait) {
 		return fmt.Errorf("process driver: sandbox %s (pid %d) survived SIGKILL for %s", h.ID, st.PID, killWait)
 	}
-	d.reapBwrap(h.ID)
+	d.stopped(h.ID, st)
 	return nil
+}
+
+// stopped reaps bwrap and removes the sandbox's cgroups: the next Start
+// creates them afresh, and a stopped sandbox's handle is forgotten by the
+// manager, so Destroy would never see these dirs again.
+func (d *Driver) stopped(id string, st *state) {
+	d.reapBwrap(id)
+	if err := removeCgroups(st.CgroupDirs); err != nil {
+		d.log.Warn("cgroups of a stopped sandbox not removed", "sandbox", id, "err", err)
+	}
 }
 
 // waitGone polls until the guest is gone or the wait ends.
