@@ -8,19 +8,12 @@ import (
 	"github.com/agentkernel/agentkernel"
 )
 
-func runKey(ctx context.Context, m *Main, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: agentkernel key create|ls|revoke", errUsage)
-	}
-	switch args[0] {
-	case "create":
-		return keyCreate(ctx, m, args[1:])
-	case "ls", "list":
-		return keyList(ctx, m, args[1:])
-	case "revoke", "rm":
-		return keyRevoke(ctx, m, args[1:])
-	}
-	return fmt.Errorf("%w: unknown subcommand %q (create, ls, revoke)", errUsage, args[0])
+func keyCommand() command {
+	return command{name: "key", summary: "API keys (admin)", subs: []command{
+		{name: "create", summary: "create a key and print its secret (shown once)", run: keyCreate},
+		{name: "ls", aliases: []string{"list"}, summary: "list keys", run: keyList},
+		{name: "revoke", aliases: []string{"rm"}, summary: "revoke a key", run: keyRevoke},
+	}}
 }
 
 func keyCreate(ctx context.Context, m *Main, args []string) error {
