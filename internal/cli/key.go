@@ -16,8 +16,10 @@ func keyCommand() command {
 	}}
 }
 
+// keyCreate prints the secret alone on stdout; --json prints the whole key
+// (id, tenant and secret).
 func keyCreate(ctx context.Context, m *Main, args []string) error {
-	fs := m.newFlagSet("key create", "key create --name NAME [--tenant ID] [--admin]")
+	fs := m.newFlagSet("key create", "key create --name NAME [--tenant ID] [--admin] [--json]\n\nPrints the secret alone on stdout (shown only once); the key's id goes to stderr. --json prints both.")
 	var cf clientFlags
 	cf.register(fs)
 	var p agentkernel.KeyCreateParams
@@ -37,8 +39,10 @@ func keyCreate(ctx context.Context, m *Main, args []string) error {
 	if cf.json {
 		return printJSON(m.Stdout, k)
 	}
-	fmt.Fprintf(m.Stdout, "created key %s (tenant %s)\n%s\n", k.ID, k.TenantID, k.Secret)
-	fmt.Fprintln(m.Stderr, "the secret is shown only once; store it now")
+	// The secret is what a script needs (`key=$(agentkernel key create …)`);
+	// the id, for `key revoke`, and the warning go to stderr.
+	fmt.Fprintf(m.Stderr, "created key %s (tenant %s); the secret below is shown only once: store it now\n", k.ID, k.TenantID)
+	fmt.Fprintln(m.Stdout, k.Secret)
 	return nil
 }
 

@@ -271,7 +271,8 @@ func objectDefine(ctx context.Context, m *Main, args []string) error {
 	if cf.json {
 		return printJSON(m.Stdout, out)
 	}
-	fmt.Fprintf(m.Stdout, "defined class %s\n", out.Class)
+	fmt.Fprintf(m.Stderr, "defined class %s\n", out.Class)
+	fmt.Fprintln(m.Stdout, out.Class)
 	return nil
 }
 

@@ -236,7 +236,8 @@ func sandboxSnapshot(ctx context.Context, m *Main, args []string) error {
 	if cf.json {
 		return printJSON(m.Stdout, b)
 	}
-	fmt.Fprintf(m.Stdout, "%s %d bytes sha256:%s\n", b.ID, b.Size, b.SHA256)
+	fmt.Fprintf(m.Stderr, "verified backup of %d bytes, sha256:%s\n", b.Size, b.SHA256)
+	fmt.Fprintln(m.Stdout, b.ID)
 	return nil
 }
 

@@ -15,6 +15,8 @@ func tenantCommand() command {
 	}}
 }
 
+// tenantCreate prints the new tenant's id alone on stdout, so
+// `tenant=$(agentkernel tenant create acme)` captures it.
 func tenantCreate(ctx context.Context, m *Main, args []string) error {
 	fs := m.newFlagSet("tenant create", "tenant create NAME [--json]")
 	var cf clientFlags
@@ -32,7 +34,8 @@ func tenantCreate(ctx context.Context, m *Main, args []string) error {
 	if cf.json {
 		return printJSON(m.Stdout, t)
 	}
-	fmt.Fprintf(m.Stdout, "created tenant %s (%s)\n", t.ID, t.Name)
+	fmt.Fprintf(m.Stderr, "created tenant %q\n", t.Name)
+	fmt.Fprintln(m.Stdout, t.ID)
 	return nil
 }
 
