@@ -15,7 +15,7 @@ import (
 func sessionCommand() command {
 	return command{name: "session", summary: "Managed Agents API sessions", subs: []command{
 		{name: "new", aliases: []string{"create"}, summary: "start a session and print its id", run: sessionNew},
-		{name: "send", summary: "send a user message (--wait: follow the turn)", run: sessionSend},
+		{name: "send", summary: "send a user message (--wait: follow the turn; fails if it fails)", run: sessionSend},
 		{name: "tail", summary: "show a session's events as they happen", run: sessionTail},
 		{name: "ls", aliases: []string{"list"}, summary: "list sessions", run: sessionList},
 		{name: "rm", aliases: []string{"delete"}, summary: "delete a session and its sandbox", run: sessionRemove},
@@ -107,7 +107,13 @@ func sessionSend(ctx context.Context, m *Main, args []string) error {
 	}
 	t := &tailer{m: m, c: c, id: id, json: cf.json, untilIdle: true, r: newRenderer(m.Stdout)}
 	t.show(sent.RawJSON())
-	return t.follow(ctx, sent.ID)
+	if err := t.follow(ctx, sent.ID); err != nil {
+		return err
+	}
+	if t.failure != "" {
+		return fmt.Errorf("the turn failed with session.error %s", t.failure)
+	}
+	return nil
 }
 
 func sessionList(ctx context.Context, m *Main, args []string) error {
