@@ -15,6 +15,10 @@ func TestErrorsSayTheCauseOnce(t *testing.T) {
 	defer s.stop(t)
 	env := s.env()
 
+	// A local failure too: a second `object init` into the same dir.
+	dir := t.TempDir()
+	run(t, bin, env, 0, "object", "init", "--lang", "go", dir)
+
 	cases := []struct {
 		env    []string
 		args   []string
@@ -26,6 +30,7 @@ func TestErrorsSayTheCauseOnce(t *testing.T) {
 		{env, []string{"sandbox", "get", "sbx_nosuch"}, "agentkernel sandbox get: ", []string{"sbx_nosuch", "HTTP 404"}},
 		{env, []string{"key", "create", "--name", "x", "--tenant", "tnt_nosuch"}, "agentkernel key create: ", []string{"tenant_id"}},
 		{env, []string{"session", "new", "--agent", "agent_nosuch", "--env", "env_nosuch"}, "agentkernel session new: ", []string{"agent_nosuch", "HTTP 404"}},
+		{env, []string{"object", "init", "--lang", "go", dir}, "agentkernel object init: ", []string{"already exists", "--force"}},
 		{cleanEnv("AGENTKERNEL_URL=http://"+s.addr, "AGENTKERNEL_API_KEY=ak_wrong"), []string{"sandbox", "ls"}, "agentkernel sandbox ls: ", []string{"HTTP 401"}},
 		// Nothing listens on port 1: the cause and where to point the CLI.
 		{cleanEnv("AGENTKERNEL_URL=http://127.0.0.1:1", "AGENTKERNEL_API_KEY=ak_x"), []string{"sandbox", "ls"}, "agentkernel sandbox ls: ", []string{"connection refused", "AGENTKERNEL_URL"}},
