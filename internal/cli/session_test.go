@@ -34,20 +34,7 @@ func TestSessionCommands(t *testing.T) {
 	d := daemontest.Start(t, func(c *config.Config) {
 		c.Models = map[string]config.ModelConfig{"demo": {Provider: config.ProviderScripted, File: script}}
 	})
-	env := []string{"AGENTKERNEL_URL=" + d.URL, "AGENTKERNEL_API_KEY=" + d.AdminKey}
-	run := func(want int, args ...string) (stdout, stderr string) {
-		t.Helper()
-		// A safety net so a tail that never settles fails instead of
-		// hanging the test binary.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		var out, errb bytes.Buffer
-		m := &cli.Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Environ: env}
-		if code := m.Run(ctx, args); code != want {
-			t.Fatalf("agentkernel %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out.String(), errb.String())
-		}
-		return out.String(), errb.String()
-	}
+	run := inProcess(t, d)
 	id := func(out, prefix string) string {
 		t.Helper()
 		s := strings.TrimSpace(out)
@@ -140,6 +127,25 @@ func TestSessionCommands(t *testing.T) {
 	}
 }
 
+// inProcess runs the CLI in this process against d and returns its
+// stdout and stderr, failing unless it exits with want.
+func inProcess(t *testing.T, d *daemontest.Daemon) func(want int, args ...string) (stdout, stderr string) {
+	env := []string{"AGENTKERNEL_URL=" + d.URL, "AGENTKERNEL_API_KEY=" + d.AdminKey}
+	return func(want int, args ...string) (string, string) {
+		t.Helper()
+		// A safety net so a tail that never settles fails instead of
+		// hanging the test binary.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var out, errb bytes.Buffer
+		m := &cli.Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Environ: env}
+		if code := m.Run(ctx, args); code != want {
+			t.Fatalf("agentkernel %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out.String(), errb.String())
+		}
+		return out.String(), errb.String()
+	}
+}
+
 // inOrder fails unless each want occurs in s after the previous one.
 func inOrder(t *testing.T, s string, wants ...string) {
 	t.Helper()
@@ -160,21 +166,11 @@ func TestMissingModelKey(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	t.Setenv("ANTHROPIC_AUTH_TOKEN", "")
 	d := daemontest.Start(t)
-	env := []string{"AGENTKERNEL_URL=" + d.URL, "AGENTKERNEL_API_KEY=" + d.AdminKey}
-	run := func(want int, args ...string) (string, string) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		var out, errb bytes.Buffer
-		m := &cli.Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Environ: env}
-		if code := m.Run(ctx, args); code != want {
-			t.Fatalf("agentkernel %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out.String(), errb.String())
-		}
-		return strings.TrimSpace(out.String()), errb.String()
-	}
+	run := inProcess(t, d)
 	agent, _ := run(0, "agent", "create", "--name", "helper", "--model", "claude-sonnet-4-5", "--tools", "none")
 	envID, _ := run(0, "env", "create", "--name", "local")
-	sess, _ := run(0, "session", "new", "--agent", agent, "--env", envID)
+	sess, _ := run(0, "session", "new", "--agent", strings.TrimSpace(agent), "--env", strings.TrimSpace(envID))
+	sess = strings.TrimSpace(sess)
 	out, stderr := run(1, "session", "send", sess, "hello", "--wait")
 	for _, s := range []string{out, stderr} {
 		if !strings.Contains(s, "ANTHROPIC_API_KEY") || !strings.Contains(s, `[models."claude-*"]`) || strings.Contains(s, "ant auth login") {
