@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -123,7 +124,7 @@ type Backup struct {
 type SandboxesService struct{ c *Client }
 
 func sbPath(id string, rest ...string) string {
-	p := "/v1/sandboxes/" + url.PathEscape(id)
+	p := "/v1/sandboxes/" + pathSegment(id)
 	for _, r := range rest {
 		p += "/" + r
 	}
@@ -202,14 +203,11 @@ func (s *SandboxesService) ExecStream(ctx context.Context, id string, p ExecPara
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := s.c.httpClient.Do(req)
+	resp, err := s.c.send(req)
 	if err != nil {
-		return nil, fmt.Errorf("agentkernel: exec: %w", err)
+		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 400 {
-		return nil, decodeError(resp)
-	}
 	var res *ExecResult
 	err = readSSE(resp.Body, func(event string, data []byte) error {
 		switch event {
@@ -249,7 +247,7 @@ func (s *SandboxesService) ExecStream(ctx context.Context, id string, p ExecPara
 		return nil, err
 	}
 	if res == nil {
-		return nil, fmt.Errorf("agentkernel: exec stream ended without an exit event")
+		return nil, errors.New("the exec stream ended without an exit event (the daemon stopped or the connection broke); the command's outcome is unknown")
 	}
 	return res, nil
 }
@@ -282,13 +280,17 @@ func readSSE(r io.Reader, fn func(event string, data []byte) error) error {
 	return sc.Err()
 }
 
-// filePath escapes each segment; an absolute path is sent with its leading
-// slash encoded.
+// filePath escapes each segment, "." and ".." included, so the daemon sees
+// the path exactly as given and judges it (it refuses ".."); an absolute
+// path is sent with its leading slash encoded. Empty segments ("a//b",
+// a trailing "/") name nothing and are dropped.
 func filePath(id, p string) string {
 	abs := strings.HasPrefix(p, "/")
-	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
+	var segs []string
+	for _, s := range strings.Split(p, "/") {
+		if s != "" {
+			segs = append(segs, pathSegment(s))
+		}
 	}
 	enc := strings.Join(segs, "/")
 	if abs {
@@ -303,14 +305,11 @@ func (s *SandboxesService) ReadFile(ctx context.Context, id, path string) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.c.httpClient.Do(req)
+	resp, err := s.c.send(req)
 	if err != nil {
-		return nil, fmt.Errorf("agentkernel: read file: %w", err)
+		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 400 {
-		return nil, decodeError(resp)
-	}
 	return io.ReadAll(resp.Body)
 }
 
@@ -325,14 +324,11 @@ func (s *SandboxesService) WriteFile(ctx context.Context, id, path string, data 
 		return err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := s.c.httpClient.Do(req)
+	resp, err := s.c.send(req)
 	if err != nil {
-		return fmt.Errorf("agentkernel: write file: %w", err)
+		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 400 {
-		return decodeError(resp)
-	}
+	resp.Body.Close()
 	return nil
 }
 

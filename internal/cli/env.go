@@ -7,23 +7,14 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 )
 
-const envUsage = "agentkernel env create|ls"
-
-// runEnv manages Managed Agents API environments: where a session's
+// envCommand manages Managed Agents API environments: where a session's
 // sandbox runs. agentkernel's own sandbox settings travel as agentkernel.*
 // metadata, which the official SDKs pass through unchanged.
-func runEnv(ctx context.Context, m *Main, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, envUsage)
-	}
-	switch sub, rest := args[0], args[1:]; sub {
-	case "create":
-		return envCreate(ctx, m, rest)
-	case "ls", "list":
-		return envList(ctx, m, rest)
-	default:
-		return fmt.Errorf("%w: unknown subcommand %q (%s)", errUsage, sub, envUsage)
-	}
+func envCommand() command {
+	return command{name: "env", summary: "Managed Agents API environments (where a session's sandbox runs)", subs: []command{
+		{name: "create", summary: "create an environment and print its id", run: envCreate},
+		{name: "ls", aliases: []string{"list"}, summary: "list environments", run: envList},
+	}}
 }
 
 func envCreate(ctx context.Context, m *Main, args []string) error {
