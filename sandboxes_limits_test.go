@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"github.com/agentkernel/agentkernel"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
-	"github.com/agentkernel/agentkernel/internal/sandbox/docker"
 )
 
 // wantEnforced checks the runtime's per-limit report against the limits
@@ -188,19 +186,7 @@ func TestSandboxLimitsConfigMaximums(t *testing.T) {
 // defaults, read back from the engine, and holds the pids limit inside.
 func TestSandboxDockerLimitsByDefault(t *testing.T) {
 	ctx := context.Background()
-	drv, err := docker.New("", nil)
-	if err != nil {
-		t.Skipf("docker client: %v", err)
-	}
-	defer drv.Close()
-	if err := drv.Check(ctx); err != nil {
-		t.Skipf("dockerd not reachable: %v", err)
-	}
-	if err := drv.CheckImage(ctx, docker.DefaultImage); err != nil {
-		if out, err := exec.Command("bash", "scripts/docker-image/build.sh").CombinedOutput(); err != nil {
-			t.Skipf("cannot build %s: %v\n%s", docker.DefaultImage, err, out)
-		}
-	}
+	requireDocker(t)
 	d := daemontest.Start(t, func(c *config.Config) { c.Sandbox.Pids = 64 })
 	code, body := call(t, "POST", d.URL+"/v1/sandboxes", d.AdminKey, `{"driver": "docker"}`)
 	if code != 201 {
