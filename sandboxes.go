@@ -39,15 +39,32 @@ type Sandbox struct {
 	Runtime *SandboxRuntime `json:"runtime,omitempty"`
 }
 
-// SandboxRuntime says whether the instance runs and how its limits were
-// enforced ("cgroup", "rlimit", "docker" or "none").
+// SandboxRuntime says whether the instance runs and how its limits are
+// enforced: LimitsApplied overall ("cgroup", "rlimit", "docker" or "none"),
+// Enforcement per limit ("memory_mb", "pids", "cpus").
 type SandboxRuntime struct {
-	Running       bool              `json:"running"`
-	LimitsApplied string            `json:"limits_applied"`
-	Detail        map[string]string `json:"detail,omitempty"`
+	Running       bool                        `json:"running"`
+	LimitsApplied string                      `json:"limits_applied"`
+	Enforcement   map[string]LimitEnforcement `json:"enforcement,omitempty"`
+	Detail        map[string]string           `json:"detail,omitempty"`
 }
 
-// SandboxLimits are resource limits; zero means none.
+// LimitEnforcement is how one limit of a started sandbox is enforced.
+type LimitEnforcement struct {
+	// Value is the limit in force, read back from the kernel or the engine
+	// where the mechanism allows (0 when not enforced).
+	Value float64 `json:"value,omitempty"`
+	// Mechanism is "cgroup v2", "cgroup v1", "rlimit", "docker" or
+	// "not enforced".
+	Mechanism string `json:"mechanism"`
+	// Reason says why a limit is not enforced, or what the mechanism bounds.
+	Reason string `json:"reason,omitempty"`
+}
+
+// SandboxLimits are resource limits. Every sandbox has all three: in a
+// request a zero field takes the daemon's default ([sandbox] memory_mb,
+// pids, cpus), and a value outside the minimum and the operator's maximum
+// is a 400 naming the bound. In a Sandbox they are the limits in effect.
 type SandboxLimits struct {
 	MemoryMB int64   `json:"memory_mb,omitempty"`
 	Pids     int64   `json:"pids,omitempty"`

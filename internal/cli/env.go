@@ -18,7 +18,7 @@ func envCommand() command {
 }
 
 func envCreate(ctx context.Context, m *Main, args []string) error {
-	fs := m.newFlagSet("env create", "env create --name NAME [--driver process|docker] [--image IMAGE] [--sleep-after 5m] [--network none|host] [--json]")
+	fs := m.newFlagSet("env create", "env create --name NAME [--driver process|docker] [--image IMAGE] [--sleep-after 5m] [--network none|host] [--memory-mb N] [--pids N] [--cpus N] [--json]")
 	var cf clientFlags
 	cf.register(fs)
 	name := fs.String("name", "", "the environment's name (required)")
@@ -27,6 +27,9 @@ func envCreate(ctx context.Context, m *Main, args []string) error {
 		"agentkernel.image":       fs.String("image", "", "sandbox image (default: [sandbox] image or docker_image)"),
 		"agentkernel.sleep_after": fs.String("sleep-after", "", "idle time before the sandbox hibernates, e.g. 5m"),
 		"agentkernel.network":     fs.String("network", "", "none or host (default: [sandbox] network)"),
+		"agentkernel.memory_mb":   fs.String("memory-mb", "", "sandbox memory limit in MiB (default: [sandbox] memory_mb)"),
+		"agentkernel.pids":        fs.String("pids", "", "sandbox process limit (default: [sandbox] pids)"),
+		"agentkernel.cpus":        fs.String("cpus", "", "sandbox CPU limit, e.g. 0.5 (default: [sandbox] cpus)"),
 	}
 	if err := parse(fs, args); err != nil {
 		return err

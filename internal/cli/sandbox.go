@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -45,11 +46,25 @@ func sandboxCreate(ctx context.Context, m *Main, args []string) error {
 	fs.StringVar(&p.Image, "image", "", "image")
 	fs.StringVar(&p.SleepAfter, "sleep-after", "", "idle time before hibernation, e.g. 5m")
 	fs.StringVar(&p.Network, "network", "", "none or host")
-	fs.Int64Var(&lim.MemoryMB, "memory-mb", 0, "memory limit in MiB")
-	fs.Int64Var(&lim.Pids, "pids", 0, "process limit")
-	fs.Float64Var(&lim.CPUs, "cpus", 0, "CPU limit")
+	fs.Int64Var(&lim.MemoryMB, "memory-mb", 0, "memory limit in MiB (default: the daemon's [sandbox] memory_mb)")
+	fs.Int64Var(&lim.Pids, "pids", 0, "process limit (default: the daemon's [sandbox] pids)")
+	fs.Float64Var(&lim.CPUs, "cpus", 0, "CPU limit, e.g. 0.5 (default: the daemon's [sandbox] cpus)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	// Zero cannot travel (it means "the default" on the wire) and never
+	// meant "no limit": refuse it rather than quietly apply the default.
+	var zero error
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "memory-mb", "pids", "cpus":
+			if v, err := strconv.ParseFloat(f.Value.String(), 64); err == nil && v == 0 && zero == nil {
+				zero = fmt.Errorf("%w: --%s 0: every sandbox has a limit; leave the flag out for the daemon's default", errUsage, f.Name)
+			}
+		}
+	})
+	if zero != nil {
+		return zero
 	}
 	if lim != (agentkernel.SandboxLimits{}) {
 		p.Limits = &lim
