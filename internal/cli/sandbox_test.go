@@ -13,7 +13,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/agentkernel/agentkernel/internal/blob/fsblob"
 	"github.com/agentkernel/agentkernel/internal/testenv"
@@ -219,16 +218,7 @@ func TestSIGKILLDuringSnapshot(t *testing.T) {
 		cmd.Env = env
 		_ = cmd.Run() // fails when the daemon dies
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(flag + ".reached"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("failpoint never reached\n%s", s.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFile(t, flag+".reached", s)
 	s.kill(t) // SIGKILL mid-snapshot
 	<-stopDone
 	os.Remove(flag)

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"fmt"
+	"slices"
+	"testing"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -71,5 +73,22 @@ func testBlobRefsLongList(e *env) {
 		if !got[k] {
 			e.t.Fatalf("%s is referenced but not returned among %d keys", k, len(keys))
 		}
+	}
+}
+
+// CheckBlobKeyColumns fails t unless the columns of an engine's schema
+// that are named like blob_key (found by the engine's own test) are
+// exactly store.BlobKeyColumns: a column that holds blob keys but is not
+// registered would have its blobs deleted by the blob GC.
+func CheckBlobKeyColumns(t *testing.T, inSchema []store.BlobKeyColumn) {
+	t.Helper()
+	for _, c := range inSchema {
+		if !slices.Contains(store.BlobKeyColumns, c) {
+			t.Errorf("%s.%s holds blob keys but is not in store.BlobKeyColumns: the blob GC would delete its blobs", c.Table, c.Column)
+		}
+	}
+	if len(inSchema) != len(store.BlobKeyColumns) {
+		t.Errorf("the schema has %d blob key columns %v, store.BlobKeyColumns lists %d: %v",
+			len(inSchema), inSchema, len(store.BlobKeyColumns), store.BlobKeyColumns)
 	}
 }
