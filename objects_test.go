@@ -18,6 +18,7 @@ import (
 	"github.com/agentkernel/agentkernel"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 var (
@@ -30,7 +31,7 @@ var (
 func counterAppDir(t *testing.T) string {
 	t.Helper()
 	counterOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "akapp")
+		dir, err := testenv.ProcessTempDir("akapp")
 		if err != nil {
 			counterErr = err
 			return

@@ -2,12 +2,14 @@ package agentkernel_test
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"testing"
 
 	"github.com/agentkernel/agentkernel"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
 	"github.com/agentkernel/agentkernel/internal/sandbox/docker"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 // TestSandboxDockerRoundTrip runs the hibernate/wake round trip on the
@@ -46,15 +48,15 @@ func requireDocker(t *testing.T) {
 	ctx := context.Background()
 	drv, err := docker.New("", nil)
 	if err != nil {
-		t.Skipf("docker client: %v", err)
+		testenv.Unavailable(t, "docker", "docker client: "+err.Error())
 	}
 	defer drv.Close()
 	if err := drv.Check(ctx); err != nil {
-		t.Skipf("dockerd not reachable: %v", err)
+		testenv.Unavailable(t, "docker", "dockerd not reachable: "+err.Error())
 	}
 	if err := drv.CheckImage(ctx, docker.DefaultImage); err != nil {
 		if out, err := exec.Command("bash", "scripts/docker-image/build.sh").CombinedOutput(); err != nil {
-			t.Skipf("cannot build %s: %v\n%s", docker.DefaultImage, err, out)
+			testenv.Unavailable(t, "docker", fmt.Sprintf("cannot build %s: %v\n%s", docker.DefaultImage, err, out))
 		}
 	}
 }

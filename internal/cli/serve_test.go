@@ -52,7 +52,15 @@ func TestServeOnEmbeddedDefaults(t *testing.T) {
 	var stderr bytes.Buffer
 	cmd := exec.Command(bin, "serve", "--listen", addr)
 	cmd.Dir = wd
-	cmd.Env = cleanEnv("HOME=" + home)
+	// The default sandbox run dir is under TMPDIR and outlives the daemon
+	// (sandboxes do): a short TMPDIR of the test's own keeps it, and
+	// removes it afterwards.
+	tmp, err := os.MkdirTemp("", "aks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	cmd.Env = cleanEnv("HOME="+home, "TMPDIR="+tmp)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -102,6 +102,13 @@ type BlobConfig struct {
 	Engine string `toml:"engine"`
 	// Path is the blob root for the fs engine; default $home/blobs.
 	Path string `toml:"path"`
+	// GCGrace is how old an unreferenced blob or a temp file must be before
+	// the blob GC deletes it. This daemon's own writes in flight are safe
+	// at any grace; it protects writes of other processes sharing the
+	// blob directory.
+	GCGrace Duration `toml:"gc_grace"`
+	// GCInterval is the time between blob GC passes (one runs at start).
+	GCInterval Duration `toml:"gc_interval"`
 }
 
 // ServerConfig tunes the HTTP server.
@@ -125,7 +132,7 @@ func Default() Config {
 		Listen: DefaultListen,
 		Home:   DefaultHome(),
 		Store:  StoreConfig{Engine: "sqlite"},
-		Blob:   BlobConfig{Engine: "fs"},
+		Blob:   BlobConfig{Engine: "fs", GCGrace: Duration(time.Hour), GCInterval: Duration(time.Hour)},
 		Server: ServerConfig{MaxBodyBytes: 2 << 20, ShutdownTimeout: Duration(30 * time.Second)},
 		Log:    LogConfig{Level: "info", Format: "text"},
 		Sandbox: SandboxConfig{

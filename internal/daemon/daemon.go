@@ -19,6 +19,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/api"
 	"github.com/agentkernel/agentkernel/internal/auth"
 	"github.com/agentkernel/agentkernel/internal/blob"
+	"github.com/agentkernel/agentkernel/internal/blob/blobgc"
 	"github.com/agentkernel/agentkernel/internal/blob/fsblob"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
@@ -97,7 +98,13 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		return nil, fmt.Errorf("open blob store %s: %w", cfg.BlobPath(), err)
 	}
 	d.blobs = blobs
-	mgr, closers, err := newSandboxManager(cfg, st, blobs, d.registry, log)
+	gc, err := blobgc.New(blobgc.Config{Blobs: blobs, Refs: st, Grace: cfg.Blob.GCGrace.D(),
+		Interval: cfg.Blob.GCInterval.D(), Log: log.With("component", "blobgc"), Registry: d.registry})
+	if err != nil {
+		d.closeStores()
+		return nil, err
+	}
+	mgr, closers, err := newSandboxManager(cfg, st, blobs, gc, d.registry, log)
 	if err != nil {
 		d.closeStores()
 		return nil, err
@@ -113,6 +120,9 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		return nil, fmt.Errorf("recover sandboxes: %w", err)
 	}
 	d.AddService(mgr)
+	// After recovery, so the first pass (at start) sees the rows recovery
+	// settled; writers pin their keys, so it may run beside them.
+	d.AddService(gc)
 	d.AddService(objects)
 	d.AddService(session.NewSweeper(st, session.SweeperConfig{Log: log}))
 	managed, events, runner := newManagedAPI(st, log)

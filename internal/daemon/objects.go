@@ -22,5 +22,6 @@ func newObjectRuntime(cfg config.Config, st store.Store, mgr *sandbox.Manager, r
 		Limits:    cfg.DurableObjects,
 		Log:       log.With("component", "objects"),
 		Registry:  reg,
+		Failpoint: failpointHook(cfg.Home, log),
 	})
 }

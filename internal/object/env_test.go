@@ -22,9 +22,10 @@ import (
 	"github.com/agentkernel/agentkernel/internal/sandbox/process"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/store/sqlite"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testenv.Main(m)) }
 
 var (
 	buildOnce sync.Once
@@ -38,7 +39,7 @@ var (
 func builds(t testing.TB) (guest, app string) {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "akobj")
+		dir, err := testenv.ProcessTempDir("akobj")
 		if err != nil {
 			buildErr = err
 			return

@@ -42,6 +42,9 @@ type Config struct {
 	Swept chan<- SweepReport
 	// AlarmDone receives a report after every alarm attempt.
 	AlarmDone chan<- AlarmReport
+	// Failpoint, when set, is called at the named points of alarm delivery
+	// (crash tests hang the daemon there to SIGKILL it).
+	Failpoint func(name string)
 }
 
 // Runtime runs durable objects.

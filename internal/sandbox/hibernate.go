@@ -141,6 +141,11 @@ func (m *Manager) snapshot(ctx context.Context, sb *store.Sandbox) (*store.Backu
 	start := m.clock.Now()
 	backupID := ids.New("bkp")
 	key := fmt.Sprintf("backups/%s/%s/%s.tar.zst", sb.TenantID, sb.ID, backupID)
+	// Until the backup row is committed nothing references the blob: the
+	// pin keeps the GC from collecting it meanwhile.
+	if m.cfg.BlobPins != nil {
+		defer m.cfg.BlobPins.Pin(key)()
+	}
 	pr, pw := io.Pipe()
 	var wst snapshot.Stats
 	werr := make(chan error, 1)

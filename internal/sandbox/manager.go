@@ -82,6 +82,9 @@ type ManagerConfig struct {
 	Clock    clock.Clock
 	Log      *slog.Logger
 	Registry prometheus.Registerer
+	// BlobPins keeps the blob GC off a backup's blob from before it is
+	// written until its row is recorded (nil when no GC runs).
+	BlobPins blob.Pinner
 	// Reaped, when set, receives a report of every reaper pass (a test
 	// signal).
 	Reaped chan<- ReapReport

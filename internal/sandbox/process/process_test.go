@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/sandbox/sandboxtest"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -21,9 +21,7 @@ func TestMain(m *testing.M) {
 
 func requireBwrap(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skip("bwrap not installed (apt-get install bubblewrap)")
-	}
+	testenv.Command(t, "bwrap", "apt-get install -y bubblewrap")
 }
 
 func newDriver(cfg Config) func(t *testing.T) sandbox.Driver {
