@@ -163,9 +163,12 @@ func TestObjectDefinitionsAndAlarms(t *testing.T) {
 	ctx := context.Background()
 	_, c := objectDaemon(t)
 	app := counterAppDir(t)
-	def, err := c.Objects.Define(ctx, agentkernel.ObjectClass{Class: "mine", InitCommand: []string{"/app/counter"}, AppDir: app, StorageMode: "write-through"})
+	def, err := c.Objects.Define(ctx, agentkernel.ObjectClass{Class: "mine", InitCommand: []string{"/app/counter"}, StorageMode: "write-through"})
 	if err != nil || def.Source != "api" {
 		t.Fatalf("define: %+v %v", def, err)
+	}
+	if _, err := c.Objects.UploadBundleDir(ctx, "mine", app); err != nil {
+		t.Fatalf("upload the bundle: %v", err)
 	}
 	if _, err := c.Objects.Define(ctx, agentkernel.ObjectClass{Class: "counter", InitCommand: []string{"x"}}); objStatus(err) != 409 {
 		t.Fatalf("redefining a config class: %v", err)

@@ -13,7 +13,7 @@ import (
 	"github.com/agentkernel/agentkernel"
 )
 
-const objectUsage = "agentkernel object call|get|ls|rm|alarm|hibernate|checkpoint|define|classes|init"
+const objectUsage = "agentkernel object call|get|ls|rm|alarm|hibernate|checkpoint|define|bundle|classes|init"
 
 func runObject(ctx context.Context, m *Main, args []string) error {
 	if len(args) == 0 {
@@ -43,6 +43,8 @@ func runObject(ctx context.Context, m *Main, args []string) error {
 		return objectAlarm(ctx, m, rest)
 	case "define":
 		return objectDefine(ctx, m, rest)
+	case "bundle":
+		return objectBundle(ctx, m, rest)
 	case "classes":
 		return objectClasses(ctx, m, rest)
 	case "init":
@@ -296,9 +298,16 @@ func objectClasses(ctx context.Context, m *Main, args []string) error {
 	}
 	rows := make([][]string, 0, len(list))
 	for _, c := range list {
-		rows = append(rows, []string{c.Class, orDash(c.StorageMode), orDash(c.Driver), fmt.Sprint(c.IdleTimeoutSeconds), strings.Join(c.InitCommand, " "), c.Source})
+		app := "-"
+		switch {
+		case c.AppDir != "":
+			app = "app_dir " + c.AppDir
+		case c.Bundle != nil:
+			app = "bundle " + c.Bundle.SHA256[:min(12, len(c.Bundle.SHA256))]
+		}
+		rows = append(rows, []string{c.Class, orDash(c.StorageMode), orDash(c.Driver), fmt.Sprint(c.IdleTimeoutSeconds), strings.Join(c.InitCommand, " "), app, c.Source})
 	}
-	return table(m.Stdout, []string{"CLASS", "STORAGE", "DRIVER", "IDLE S", "INIT COMMAND", "SOURCE"}, rows)
+	return table(m.Stdout, []string{"CLASS", "STORAGE", "DRIVER", "IDLE S", "INIT COMMAND", "APP", "SOURCE"}, rows)
 }
 
 // clientValueFlags are the shared flags that take a value.

@@ -33,6 +33,12 @@ type DurableObjectsConfig struct {
 	MaxAlarms         int64    `toml:"max_alarms"`
 	CallTimeout       Duration `toml:"call_timeout"`
 	DumpTimeout       Duration `toml:"dump_timeout"`
+
+	// MaxBundleBytes bounds an uploaded bundle as sent (413 beyond);
+	// MaxBundleUnpackedBytes and MaxBundleFiles bound what it unpacks to.
+	MaxBundleBytes         int64 `toml:"max_bundle_bytes"`
+	MaxBundleUnpackedBytes int64 `toml:"max_bundle_unpacked_bytes"`
+	MaxBundleFiles         int64 `toml:"max_bundle_files"`
 }
 
 // DefaultDurableObjects returns seed 002's constants.
@@ -47,6 +53,10 @@ func DefaultDurableObjects() DurableObjectsConfig {
 		MaxAlarms:         100,
 		CallTimeout:       Duration(30 * time.Second),
 		DumpTimeout:       Duration(10 * time.Second),
+
+		MaxBundleBytes:         64 << 20,
+		MaxBundleUnpackedBytes: 256 << 20,
+		MaxBundleFiles:         20000,
 	}
 }
 
@@ -89,7 +99,8 @@ func (c *Config) validateObjects() []error {
 	positive := map[string]int64{
 		"durable_objects.max_keys": d.MaxKeys, "durable_objects.max_value_bytes": d.MaxValueBytes,
 		"durable_objects.max_storage_bytes": d.MaxStorageBytes, "durable_objects.max_active_objects": d.MaxActiveObjects,
-		"durable_objects.max_alarms": d.MaxAlarms,
+		"durable_objects.max_alarms": d.MaxAlarms, "durable_objects.max_bundle_bytes": d.MaxBundleBytes,
+		"durable_objects.max_bundle_unpacked_bytes": d.MaxBundleUnpackedBytes, "durable_objects.max_bundle_files": d.MaxBundleFiles,
 	}
 	for k, v := range positive {
 		if v < 1 {

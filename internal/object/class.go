@@ -139,7 +139,7 @@ func (r *Runtime) Class(ctx context.Context, tenantID, name string) (*Class, err
 }
 
 // DefineClass creates or replaces a tenant's class. Objects already running
-// keep their sandbox until they hibernate.
+// keep their sandbox until they hibernate; the class's bundle stays.
 func (r *Runtime) DefineClass(ctx context.Context, tenantID string, d ClassDef) (*Class, error) {
 	if err := ValidateClass(d); err != nil {
 		return nil, err
@@ -180,8 +180,10 @@ func (r *Runtime) Classes(ctx context.Context, tenantID string) ([]*Class, error
 	return out, nil
 }
 
-// DeleteClass removes a tenant's class. Its objects stay (and can be read
-// and deleted) but cannot be called until the class is defined again.
+// DeleteClass removes a tenant's class and its bundle. Its objects stay
+// (and can be read and deleted) but cannot be called until the class is
+// defined again; running ones keep the bundle they mounted until they
+// hibernate.
 func (r *Runtime) DeleteClass(ctx context.Context, tenantID, name string) error {
 	if _, ok := r.configClasses[name]; ok {
 		return fmt.Errorf("%w: class %q is declared in agentkernel.toml; remove it there", ErrClassConflict, name)
@@ -193,5 +195,11 @@ func (r *Runtime) DeleteClass(ctx context.Context, tenantID, name string) error 
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("%w %q", ErrUnknownClass, name)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	if r.bundles != nil {
+		return r.bundles.remove(ctx, tenantID, name)
+	}
+	return nil
 }
