@@ -103,7 +103,8 @@ type Alarm struct {
 
 // ObjectClass is a class definition (POST /v1/objects/definitions, or an
 // [[objects]] entry of agentkernel.toml when Source is "config"). A class
-// defined through the API can get its code from a bundle (UploadBundle).
+// defined through the API gets its code from a bundle (UploadBundle);
+// AppDir, a host directory, is only for [[objects]] and is refused here.
 type ObjectClass struct {
 	Class              string            `json:"class"`
 	Image              string            `json:"image,omitempty"`

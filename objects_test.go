@@ -58,6 +58,7 @@ func objectDaemon(t *testing.T) (*daemontest.Daemon, *agentkernel.Client) {
 			{Class: "counter", InitCommand: []string{"/app/counter"}, AppDir: app},
 			{Class: "wcounter", InitCommand: []string{"/app/counter"}, AppDir: app, StorageMode: "write-through"},
 		}
+		c.DurableObjects.AppRoots = []string{app}
 		c.DurableObjects.MaxKeys = 5
 		c.DurableObjects.MaxAlarms = 3
 	})

@@ -24,6 +24,7 @@ func TestObjectCommands(t *testing.T) {
 	}
 	d := daemontest.Start(t, func(c *config.Config) {
 		c.Objects = []config.ObjectClassConfig{{Class: "counter", InitCommand: []string{"/app/counter"}, AppDir: app}}
+		c.DurableObjects.AppRoots = []string{app}
 	})
 	env := []string{"AGENTKERNEL_URL=" + d.URL, "AGENTKERNEL_API_KEY=" + d.AdminKey}
 	run := func(want int, args ...string) string {

@@ -25,9 +25,11 @@ func newObjectRuntime(cfg config.Config, st store.Store, mgr *sandbox.Manager, b
 		Sandboxes: mgr,
 		Classes:   cfg.Objects,
 		Limits:    cfg.DurableObjects,
-		Blobs:     blobs,
-		BundleDir: filepath.Join(cfg.Home, "bundles"),
-		Log:       log.With("component", "objects"),
-		Registry:  reg,
+		// No app_dir may show these at /app.
+		PrivatePaths: []string{cfg.Home, cfg.StatePath(), cfg.BlobPath(), cfg.SandboxRunDir(), cfg.SandboxDataDir()},
+		Blobs:        blobs,
+		BundleDir:    filepath.Join(cfg.Home, "bundles"),
+		Log:          log.With("component", "objects"),
+		Registry:     reg,
 	})
 }

@@ -74,18 +74,25 @@ type appMount struct {
 	err error
 }
 
-// appSource is the host directory an object's sandbox mounts at /app: the
-// class's app_dir, or the tenant's bundle for its class, unpacked. ""
-// means no /app.
+// appSource is the host directory an object's sandbox mounts at /app: an
+// [[objects]] class's app_dir, checked again against the roots (the
+// operator may have replaced it with a link since the daemon started), or
+// the tenant's bundle for its class, unpacked. "" means no /app.
 func (r *Runtime) appSource(ctx context.Context, key store.ObjectKey, sandboxID string) (string, error) {
 	cls, err := r.Class(ctx, key.TenantID, key.Class)
 	if err != nil {
 		return "", err
 	}
 	switch {
+	case cls.FromConfig && cls.AppDir != "":
+		return r.appRoots.resolve("app_dir of class "+cls.Name, cls.AppDir)
+	case cls.FromConfig:
+		return "", nil
 	case cls.AppDir != "":
-		return cls.AppDir, nil
-	case cls.FromConfig, r.bundles == nil:
+		// Defined before host paths became the operator's alone.
+		return "", &FieldError{"app_dir", fmt.Sprintf("class %q was defined through the API with a host app_dir, which only agentkernel.toml may name; "+
+			"define it again without app_dir and upload the app as a bundle (PUT /v1/objects/definitions/%s/bundle)", cls.Name, cls.Name)}
+	case r.bundles == nil:
 		return "", nil
 	}
 	src, err := r.bundles.mount(ctx, key.TenantID, key.Class, sandboxID)
@@ -105,7 +112,7 @@ func (r *Runtime) hasApp(ctx context.Context, cls *Class, key store.ObjectKey, s
 	// Started by an earlier run of the daemon: it mounted what the class
 	// had then.
 	if cls.AppDir != "" {
-		return true, nil
+		return cls.FromConfig, nil
 	}
 	if r.bundles == nil {
 		return false, nil

@@ -32,7 +32,11 @@ type Config struct {
 	// tenant.
 	Classes []config.ObjectClassConfig
 	// Limits are [durable_objects]; zero fields take seed 002's values.
+	// Its AppRoots bound the classes' app_dir.
 	Limits config.DurableObjectsConfig
+	// PrivatePaths are the daemon's own files and directories (home, state,
+	// blobs, run dir): no app_dir may overlap them.
+	PrivatePaths []string
 	// Blobs stores the tenants' bundles and BundleDir, a daemon-private
 	// directory no sandbox can write, holds them unpacked. Without them
 	// bundles cannot be uploaded.
@@ -61,6 +65,7 @@ type Runtime struct {
 	metrics *metrics
 
 	configClasses map[string]*Class
+	appRoots      *appRoots
 	bundles       *bundleStore
 	// appMounts holds, per sandbox started on this node, what its /app
 	// came from (see hooks).
@@ -108,11 +113,8 @@ func New(cfg Config) (*Runtime, error) {
 		classCache:    map[classKey]*Class{},
 		actors:        map[store.ObjectKey]*actor{},
 	}
-	for _, d := range cfg.Classes {
-		if err := ValidateClass(d); err != nil {
-			return nil, err
-		}
-		r.configClasses[d.Class] = classFromDef(d, true)
+	if err := r.loadConfigClasses(cfg.Classes); err != nil {
+		return nil, err
 	}
 	if cfg.Blobs != nil && cfg.BundleDir != "" {
 		b, err := newBundleStore(cfg.Blobs, cfg.BundleDir, bundleLimits{
