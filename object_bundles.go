@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -32,7 +31,7 @@ type ObjectBundle struct {
 }
 
 func bundlePath(class string) string {
-	return "/v1/objects/definitions/" + url.PathEscape(class) + "/bundle"
+	return "/v1/objects/definitions/" + pathSegment(class) + "/bundle"
 }
 
 // UploadBundle uploads r, a tar of the app (plain, gzip or zstd), as the
@@ -49,17 +48,14 @@ func (s *ObjectsService) UploadBundle(ctx context.Context, class string, r io.Re
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.Header.Set("Accept", "application/json")
-	resp, err := s.c.httpClient.Do(req)
+	resp, err := s.c.send(req)
 	if err != nil {
-		return nil, fmt.Errorf("agentkernel: upload the bundle of %s: %w", class, err)
+		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 400 {
-		return nil, decodeError(resp)
-	}
 	var out ObjectBundle
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, fmt.Errorf("agentkernel: decode the bundle answer: %w", err)
+		return nil, fmt.Errorf("decode the answer to the bundle upload of %s: %w", class, err)
 	}
 	return &out, nil
 }
@@ -68,7 +64,7 @@ func (s *ObjectsService) UploadBundle(ctx context.Context, class string, r io.Re
 // as the bundle of class.
 func (s *ObjectsService) UploadBundleDir(ctx context.Context, class, dir string) (*ObjectBundle, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("agentkernel: bundle %s: not a directory (%v)", dir, err)
+		return nil, fmt.Errorf("bundle %s: not a directory (%v)", dir, err)
 	}
 	pr, pw := io.Pipe()
 	packed := make(chan error, 1)
@@ -145,7 +141,7 @@ func PackBundle(w io.Writer, dir string) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("agentkernel: pack bundle %s: %w", dir, err)
+		return fmt.Errorf("pack bundle %s: %w", dir, err)
 	}
 	if err := tw.Close(); err != nil {
 		return err

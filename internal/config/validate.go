@@ -91,8 +91,8 @@ func (c *Config) Validate() error {
 	if sb.ReapInterval.D() < 100*time.Millisecond {
 		add(&FieldError{Field: "sandbox.reap_interval", Value: sb.ReapInterval.D().String(), Accepted: "a duration of at least 100ms", Reason: "too short"})
 	}
-	if sb.MemoryMB < 0 || sb.Pids < 0 || sb.CPUs < 0 {
-		add(&FieldError{Field: "sandbox.memory_mb/pids/cpus", Accepted: "0 (no limit) or a positive number", Reason: "negative limit"})
+	for _, le := range c.SandboxLimits().Check() {
+		add(&FieldError{Field: "sandbox." + le.Field, Value: le.Value, Reason: le.Reason})
 	}
 	if sb.MaxFileBytes < 1 {
 		add(&FieldError{Field: "sandbox.max_file_bytes", Value: fmt.Sprint(sb.MaxFileBytes), Accepted: "a positive number of bytes", Reason: "out of range"})

@@ -48,16 +48,35 @@ type Daemon struct {
 
 	httpServer *http.Server
 	listener   net.Listener
+	// lock keeps other daemons off the home until the stores are closed.
+	lock *homeLock
 
 	stopOnce sync.Once
 }
 
-// New opens the store, bootstraps the admin key and builds the server. It
-// does not listen yet.
+// New locks the home, opens the store, bootstraps the admin key, recovers
+// sandboxes and builds the server. It does not listen yet. The home lock
+// comes first: nothing may be opened or recovered while another daemon
+// serves the same home.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, error) {
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("home %s: %w", cfg.Home, err)
 	}
+	lock, err := lockHome(cfg.Home)
+	if err != nil {
+		return nil, err
+	}
+	d, err := build(ctx, cfg, log)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	d.lock = lock
+	return d, nil
+}
+
+// build is New under the home lock.
+func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, error) {
 	st, err := OpenStore(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -265,6 +284,7 @@ func (d *Daemon) closeStores() {
 	if err := d.blobs.Close(); err != nil {
 		d.log.Warn("blob store close", "err", err)
 	}
+	d.lock.release()
 }
 
 // Server returns the API server, so tests and later capabilities can add

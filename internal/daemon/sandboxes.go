@@ -52,7 +52,7 @@ func newSandboxManager(cfg config.Config, st store.Store, blobs blob.Store, reg 
 		DefaultDriver:     cfg.Sandbox.Driver,
 		DefaultImages:     map[string]string{process.Name: cfg.Sandbox.Image},
 		DefaultNetwork:    cfg.Sandbox.Network,
-		DefaultLimits:     sandbox.Limits{MemoryMB: cfg.Sandbox.MemoryMB, Pids: cfg.Sandbox.Pids, CPUs: cfg.Sandbox.CPUs},
+		Limits:            cfg.SandboxLimits(),
 		GuestBinary:       guestBin,
 		DataDir:           cfg.SandboxDataDir(),
 		RunDir:            cfg.SandboxRunDir(),

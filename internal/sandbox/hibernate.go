@@ -223,7 +223,7 @@ func (m *Manager) Destroy(ctx context.Context, tenantID, id string) (*Info, erro
 		return nil, err
 	}
 	if Derive(sb) == StateDestroyed {
-		return info(sb), nil
+		return m.info(sb), nil
 	}
 	if _, err := os.Stat(m.workspaceDir(id)); err == nil {
 		if _, err := m.snapshot(ctx, sb); err != nil {
@@ -255,7 +255,7 @@ func (m *Manager) Destroy(ctx context.Context, tenantID, id string) (*Info, erro
 	delete(m.entries, id)
 	m.mu.Unlock()
 	m.log.InfoContext(ctx, "sandbox destroyed", "sandbox", id)
-	return info(sb), nil
+	return m.info(sb), nil
 }
 
 func (m *Manager) faults() *Faults { return m.cfg.Faults }

@@ -77,3 +77,27 @@ func TestCheckImage(t *testing.T) {
 		}
 	}
 }
+
+// A memory limit whose shift to bytes would overflow int64 is refused
+// before anything starts, never wrapped (2^62 MB << 20 is 0: no limit).
+func TestStartRefusesMemoryOverflow(t *testing.T) {
+	requireBwrap(t)
+	d, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := os.MkdirTemp("", "akov")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(run)
+	h, err := d.Start(context.Background(), sandbox.Spec{ID: "sbx-overflow", WorkspaceDir: t.TempDir(), RunDir: run,
+		GuestBinary: "/bin/true", Limits: sandbox.Limits{MemoryMB: 1 << 62}})
+	if err == nil {
+		d.Destroy(context.Background(), h)
+		t.Fatal("started with memory_mb 2^62")
+	}
+	if !strings.Contains(err.Error(), "out of range") {
+		t.Fatalf("err = %v", err)
+	}
+}
