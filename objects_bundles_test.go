@@ -355,9 +355,7 @@ func TestMaliciousBundlesAreRefused(t *testing.T) {
 // there, like the other docker tests).
 func TestObjectBundleOnDocker(t *testing.T) {
 	ctx := context.Background()
-	if why := dockerReachable(ctx); why != "" {
-		t.Skip(why)
-	}
+	requireDocker(t)
 	d, admin := objectDaemon(t)
 	c := tenantClient(t, d, admin, "acme")
 	if _, err := c.Objects.Define(ctx, agentkernel.ObjectClass{Class: "tally", Driver: "docker", InitCommand: []string{"/app/counter"}}); err != nil {
