@@ -102,7 +102,9 @@ type Alarm struct {
 }
 
 // ObjectClass is a class definition (POST /v1/objects/definitions, or an
-// [[objects]] entry of agentkernel.toml when Source is "config").
+// [[objects]] entry of agentkernel.toml when Source is "config"). A class
+// defined through the API gets its code from a bundle (UploadBundle);
+// AppDir, a host directory, is only for [[objects]] and is refused here.
 type ObjectClass struct {
 	Class              string            `json:"class"`
 	Image              string            `json:"image,omitempty"`
@@ -114,6 +116,8 @@ type ObjectClass struct {
 	AppDir             string            `json:"app_dir,omitempty"`
 	Env                map[string]string `json:"env,omitempty"`
 	Source             string            `json:"source,omitempty"`
+	// Bundle is the class's uploaded app, when it has one (read only).
+	Bundle *ObjectBundle `json:"bundle,omitempty"`
 }
 
 // AuditRecord is one entry of the tenant's audit log.
@@ -257,7 +261,7 @@ func (s *ObjectsService) DeleteAlarm(ctx context.Context, class, id, alarmID str
 
 // Define creates or replaces a class for the caller's tenant.
 func (s *ObjectsService) Define(ctx context.Context, c ObjectClass) (*ObjectClass, error) {
-	c.Source = ""
+	c.Source, c.Bundle = "", nil
 	var out ObjectClass
 	if err := s.c.do(ctx, http.MethodPost, "/v1/objects/definitions", c, &out); err != nil {
 		return nil, err

@@ -122,6 +122,7 @@ func TestObjectHelpersSurviveHibernation(t *testing.T) {
 				Class: r.class, Driver: r.driver, StorageMode: r.mode,
 				InitCommand: r.app.command, AppDir: r.app.appDir,
 			})
+			c.DurableObjects.AppRoots = append(c.DurableObjects.AppRoots, r.app.appDir)
 		}
 	})
 	c := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))

@@ -33,6 +33,11 @@ func objectCommand() command {
 			return c.Objects.Checkpoint(ctx, class, id)
 		})},
 		{name: "define", summary: "define a class from a JSON file and print its name", run: objectDefine},
+		{name: "bundle", summary: "the app of a class defined through the API, mounted read-only at /app", subs: []command{
+			{name: "push", aliases: []string{"upload"}, summary: "upload a directory (packed as tar.gz) or a tar, tar.gz or tar.zst as a class's bundle", run: objectBundlePush},
+			{name: "get", aliases: []string{"show"}, summary: "show a class's bundle", run: objectBundleGet},
+			{name: "rm", aliases: []string{"delete"}, summary: "delete a class's bundle", run: objectBundleRm},
+		}},
 		{name: "classes", summary: "list the classes you can use", run: objectClasses},
 		{name: "init", summary: "write a starter object server (go, python or node) into a directory", run: runObjectInit},
 	}}
@@ -292,9 +297,16 @@ func objectClasses(ctx context.Context, m *Main, args []string) error {
 	}
 	rows := make([][]string, 0, len(list))
 	for _, c := range list {
-		rows = append(rows, []string{c.Class, orDash(c.StorageMode), orDash(c.Driver), fmt.Sprint(c.IdleTimeoutSeconds), strings.Join(c.InitCommand, " "), c.Source})
+		app := "-"
+		switch {
+		case c.AppDir != "":
+			app = "app_dir " + c.AppDir
+		case c.Bundle != nil:
+			app = "bundle " + c.Bundle.SHA256[:min(12, len(c.Bundle.SHA256))]
+		}
+		rows = append(rows, []string{c.Class, orDash(c.StorageMode), orDash(c.Driver), fmt.Sprint(c.IdleTimeoutSeconds), strings.Join(c.InitCommand, " "), app, c.Source})
 	}
-	return table(m.Stdout, []string{"CLASS", "STORAGE", "DRIVER", "IDLE S", "INIT COMMAND", "SOURCE"}, rows)
+	return table(m.Stdout, []string{"CLASS", "STORAGE", "DRIVER", "IDLE S", "INIT COMMAND", "APP", "SOURCE"}, rows)
 }
 
 // clientValueFlags are the shared flags that take a value.

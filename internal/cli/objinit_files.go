@@ -125,6 +125,7 @@ func objInitReadme(lang, class, dir string, l objInitLang) ([]byte, error) {
 		"Lang":        lang,
 		"Class":       class,
 		"DirTOML":     tomlString(dir),
+		"DirShell":    "'" + strings.ReplaceAll(dir, "'", `'\''`) + "'",
 		"InitCommand": "[" + strings.Join(quoted, ", ") + "]",
 		"Build":       l.build,
 		"Run":         l.run,

@@ -110,7 +110,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		return nil, err
 	}
 	d.sandboxes, d.closers = mgr, closers
-	objects, err := newObjectRuntime(cfg, st, mgr, d.registry, log)
+	objects, err := newObjectRuntime(cfg, st, mgr, blobs, d.registry, log)
 	if err != nil {
 		d.closeStores()
 		return nil, err

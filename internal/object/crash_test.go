@@ -79,6 +79,7 @@ guest_binary = %q
 
 [durable_objects]
 alarm_poll_interval = "100ms"
+app_roots = [%q]
 
 [[objects]]
 class = "counter"
@@ -90,7 +91,7 @@ class = "wcounter"
 init_command = ["/app/counter"]
 app_dir = %q
 storage_mode = "write-through"
-`, run, bin, app, app)
+`, run, bin, app, app, app)
 	if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -121,8 +121,10 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 		t.Fatal(err)
 	}
 	e.m = m
+	lim := config.DefaultDurableObjects()
+	lim.AppRoots = []string{app}
 	cfg := object.Config{
-		Store: st, Sandboxes: m, Classes: counterClasses(app), Limits: config.DefaultDurableObjects(),
+		Store: st, Sandboxes: m, Classes: counterClasses(app), Limits: lim,
 		Clock: e.clock, Registry: e.reg, Swept: e.swept, AlarmDone: e.alarms,
 	}
 	for _, o := range opts {
