@@ -15,9 +15,10 @@ import (
 
 	"github.com/agentkernel/agentkernel"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testenv.Main(m)) }
 
 // call sends a raw request and decodes the envelope, so tests see exactly
 // what any HTTP client sees.

@@ -15,12 +15,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -84,6 +87,7 @@ func New(opts ...Option) *Client {
 	if c.apiKey == "" {
 		c.apiKey = readKeyFile(filepath.Join(defaultHome(), "admin.key"))
 	}
+	c.httpClient = withoutRedirects(c.httpClient)
 	c.Keys = &KeysService{c: c}
 	c.Tenants = &TenantsService{c: c}
 	c.Sandboxes = &SandboxesService{c: c}
@@ -112,11 +116,54 @@ func readKeyFile(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
+// withoutRedirects returns a copy of h (the caller's client is left as it
+// is) that hands 3xx answers back instead of following them; send then
+// reports them as errors.
+func withoutRedirects(h *http.Client) *http.Client {
+	cp := *h
+	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cp
+}
+
+// pathSegment escapes one URL path segment. "." and ".." are escaped as
+// well (%2E): sent literally, the daemon's router cleans them away and
+// answers with a redirect, and the request no longer names what the
+// caller named.
+func pathSegment(s string) string {
+	if s == "." || s == ".." {
+		return strings.Repeat("%2E", len(s))
+	}
+	return url.PathEscape(s)
+}
+
+// send sends req and returns its 2xx response; a transport failure or any
+// other status is an error (the body of an error answer is consumed).
+func (c *Client) send(req *http.Request) (*http.Response, error) {
+	resp, err := c.httpClient.Do(req)
+	if err != nil {
+		return nil, transportError(err)
+	}
+	if !ok(resp) {
+		defer resp.Body.Close()
+		return nil, decodeError(resp)
+	}
+	return resp, nil
+}
+
+// transportError is a request that got no answer. The *url.Error already
+// names the method, the URL and the cause; only a hint is added.
+func transportError(err error) error {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("%w (is `agentkernel serve` running there? set --url or AGENTKERNEL_URL)", err)
+	}
+	return err
+}
+
 // newRequest builds an authenticated request to path.
 func (c *Client) newRequest(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, body)
 	if err != nil {
-		return nil, fmt.Errorf("agentkernel: %w", err)
+		return nil, fmt.Errorf("request %s %s: %w", method, path, err)
 	}
 	req.Header.Set("User-Agent", c.userAgent)
 	if c.apiKey != "" {
@@ -131,7 +178,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return fmt.Errorf("agentkernel: encode request: %w", err)
+			return fmt.Errorf("encode the %s %s request: %w", method, path, err)
 		}
 		body = bytes.NewReader(b)
 	}
@@ -143,20 +190,17 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := c.httpClient.Do(req)
+	resp, err := c.send(req)
 	if err != nil {
-		return fmt.Errorf("agentkernel: %s %s: %w", method, path, err)
+		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 400 {
-		return decodeError(resp)
-	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("agentkernel: decode %s %s response: %w", method, path, err)
+		return fmt.Errorf("decode the answer to %s %s: %w", method, path, err)
 	}
 	return nil
 }

@@ -67,6 +67,7 @@ func startExampleDaemon() (stop func(), err error) {
 	cfg.Sandbox.GuestBinary = filepath.Join(dir, "agentkernel")
 	cfg.Sandbox.RunDir = filepath.Join(dir, "run")
 	cfg.Objects = []config.ObjectClassConfig{{Class: "counter", InitCommand: []string{"/app/counter"}, AppDir: app}}
+	cfg.DurableObjects.AppRoots = []string{app}
 	if err := cfg.Validate(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -267,21 +267,44 @@ func TestManagedEventsRejectBadInput(t *testing.T) {
 	wantStatus(t, "send to a deleted session", err, 404, s.ID)
 }
 
+// TestManagedStreamEndsWhenTheDaemonStops: an open event stream does not
+// hold up the daemon's shutdown. With a shutdown timeout of an hour, the
+// daemon itself must end the stream: it ends with a clean EOF, after the
+// events it already sent, and Stop returns. A daemon that left the stream
+// open would make the read fail at the request's deadline, not hang.
 func TestManagedStreamEndsWhenTheDaemonStops(t *testing.T) {
-	var st *sse
-	// Registered before the daemon's own cleanup, so it runs after the
-	// daemon stopped: with an hour-long shutdown timeout, a stream the
-	// daemon did not end would hang the test rather than pass.
-	t.Cleanup(func() {
-		if st == nil {
-			return
-		}
-		defer st.resp.Body.Close()
-		for st.sc.Scan() {
-		}
-	})
 	d := daemontest.Start(t, func(c *config.Config) { c.Server.ShutdownTimeout = config.Duration(time.Hour) })
 	c := sdkClient(d, d.AdminKey)
 	s := newSession(t, c, newAgent(t, c, "a").ID, newEnv(t, c, "e").ID)
-	st = openSSE(t, context.Background(), d, d.AdminKey, s.ID, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st := openSSE(t, ctx, d, d.AdminKey, s.ID, "")
+	defer st.resp.Body.Close()
+
+	sent, err := c.Beta.Sessions.Events.Send(ctx, s.ID, anthropic.BetaSessionEventSendParams{
+		Events: []anthropic.BetaManagedAgentsEventParamsUnion{userText("before the shutdown")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		typ, id, data := st.next(t)
+		if typ != "user.message" {
+			continue
+		}
+		if id != sent.Data[0].ID || !strings.Contains(fmt.Sprint(data["content"]), "before the shutdown") {
+			t.Fatalf("the event sent before the shutdown arrived as %s %v, want %s", id, data, sent.Data[0].ID)
+		}
+		break
+	}
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- d.Stop() }()
+	for st.sc.Scan() { // what the runtime appended meanwhile
+	}
+	if err := st.sc.Err(); err != nil {
+		t.Fatalf("the stream did not end cleanly at shutdown: %v (a deadline error means the daemon never ended it)", err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("daemon stop: %v", err)
+	}
 }

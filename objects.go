@@ -49,7 +49,7 @@ type ObjectError struct {
 }
 
 func (e *ObjectError) Error() string {
-	return fmt.Sprintf("agentkernel: object answered %d: %s", e.StatusCode, strings.TrimSpace(string(e.Body)))
+	return fmt.Sprintf("the object's code answered HTTP %d: %s", e.StatusCode, strings.TrimSpace(string(e.Body)))
 }
 
 // Object is a durable object's status and (from Get) its storage.
@@ -102,7 +102,9 @@ type Alarm struct {
 }
 
 // ObjectClass is a class definition (POST /v1/objects/definitions, or an
-// [[objects]] entry of agentkernel.toml when Source is "config").
+// [[objects]] entry of agentkernel.toml when Source is "config"). A class
+// defined through the API gets its code from a bundle (UploadBundle);
+// AppDir, a host directory, is only for [[objects]] and is refused here.
 type ObjectClass struct {
 	Class              string            `json:"class"`
 	Image              string            `json:"image,omitempty"`
@@ -114,6 +116,8 @@ type ObjectClass struct {
 	AppDir             string            `json:"app_dir,omitempty"`
 	Env                map[string]string `json:"env,omitempty"`
 	Source             string            `json:"source,omitempty"`
+	// Bundle is the class's uploaded app, when it has one (read only).
+	Bundle *ObjectBundle `json:"bundle,omitempty"`
 }
 
 // AuditRecord is one entry of the tenant's audit log.
@@ -126,7 +130,7 @@ type AuditRecord struct {
 }
 
 func objPath(class, id string, rest ...string) string {
-	p := "/v1/objects/" + url.PathEscape(class) + "/" + url.PathEscape(id)
+	p := "/v1/objects/" + pathSegment(class) + "/" + pathSegment(id)
 	for _, r := range rest {
 		p += "/" + r
 	}
@@ -138,7 +142,7 @@ func objPath(class, id string, rest ...string) string {
 func (s *ObjectsService) Call(ctx context.Context, class, id string, call ObjectCall) (ObjectResult, error) {
 	body, err := json.Marshal(call)
 	if err != nil {
-		return nil, fmt.Errorf("agentkernel: encode call: %w", err)
+		return nil, fmt.Errorf("encode the call: %w", err)
 	}
 	req, err := s.c.newRequest(ctx, http.MethodPost, objPath(class, id, "call"), strings.NewReader(string(body)))
 	if err != nil {
@@ -147,21 +151,21 @@ func (s *ObjectsService) Call(ctx context.Context, class, id string, call Object
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.c.httpClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("agentkernel: call %s/%s.%s: %w", class, id, call.Method, err)
+		return nil, transportError(err)
 	}
 	defer resp.Body.Close()
 	if resp.Header.Get("X-Agentkernel-Object-Error") == "true" {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 		return nil, &ObjectError{StatusCode: resp.StatusCode, Body: b, ContentType: resp.Header.Get("Content-Type")}
 	}
-	if resp.StatusCode >= 400 {
+	if !ok(resp) {
 		return nil, decodeError(resp)
 	}
 	var out struct {
 		Result json.RawMessage `json:"result"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, fmt.Errorf("agentkernel: decode call result: %w", err)
+		return nil, fmt.Errorf("decode the result of %s/%s.%s: %w", class, id, call.Method, err)
 	}
 	return ObjectResult(out.Result), nil
 }
@@ -230,7 +234,7 @@ func (s *ObjectsService) Checkpoint(ctx context.Context, class, id string) (*Obj
 // same method.
 func (s *ObjectsService) SetAlarm(ctx context.Context, class, id string, p AlarmParams) (*Alarm, error) {
 	if p.FireAt.IsZero() {
-		return nil, errors.New("agentkernel: AlarmParams.FireAt is required")
+		return nil, errors.New("AlarmParams.FireAt is required")
 	}
 	var a Alarm
 	if err := s.c.do(ctx, http.MethodPost, objPath(class, id, "alarms"), p, &a); err != nil {
@@ -257,7 +261,7 @@ func (s *ObjectsService) DeleteAlarm(ctx context.Context, class, id, alarmID str
 
 // Define creates or replaces a class for the caller's tenant.
 func (s *ObjectsService) Define(ctx context.Context, c ObjectClass) (*ObjectClass, error) {
-	c.Source = ""
+	c.Source, c.Bundle = "", nil
 	var out ObjectClass
 	if err := s.c.do(ctx, http.MethodPost, "/v1/objects/definitions", c, &out); err != nil {
 		return nil, err

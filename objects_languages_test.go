@@ -11,6 +11,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
 	"github.com/agentkernel/agentkernel/internal/sandbox/docker"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 // helperApp is one in-sandbox helper library's counter example, laid out in
@@ -121,6 +122,7 @@ func TestObjectHelpersSurviveHibernation(t *testing.T) {
 				Class: r.class, Driver: r.driver, StorageMode: r.mode,
 				InitCommand: r.app.command, AppDir: r.app.appDir,
 			})
+			c.DurableObjects.AppRoots = append(c.DurableObjects.AppRoots, r.app.appDir)
 		}
 	})
 	c := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))
@@ -128,10 +130,10 @@ func TestObjectHelpersSurviveHibernation(t *testing.T) {
 	for _, r := range runs {
 		t.Run(r.class, func(t *testing.T) {
 			if r.app.missing != "" {
-				t.Skipf("%s helper: %s", r.app.lang, r.app.missing)
+				testenv.Unavailable(t, r.app.lang+" helper", r.app.missing)
 			}
 			if r.driver == "docker" && noDocker != "" {
-				t.Skip(noDocker)
+				testenv.Unavailable(t, "docker", noDocker)
 			}
 			t.Cleanup(func() { _ = c.Objects.Delete(context.Background(), r.class, "a") })
 			for i := int64(1); i <= 3; i++ {

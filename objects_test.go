@@ -18,6 +18,7 @@ import (
 	"github.com/agentkernel/agentkernel"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 var (
@@ -30,7 +31,7 @@ var (
 func counterAppDir(t *testing.T) string {
 	t.Helper()
 	counterOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "akapp")
+		dir, err := testenv.ProcessTempDir("akapp")
 		if err != nil {
 			counterErr = err
 			return
@@ -58,6 +59,7 @@ func objectDaemon(t *testing.T) (*daemontest.Daemon, *agentkernel.Client) {
 			{Class: "counter", InitCommand: []string{"/app/counter"}, AppDir: app},
 			{Class: "wcounter", InitCommand: []string{"/app/counter"}, AppDir: app, StorageMode: "write-through"},
 		}
+		c.DurableObjects.AppRoots = []string{app}
 		c.DurableObjects.MaxKeys = 5
 		c.DurableObjects.MaxAlarms = 3
 	})
@@ -163,9 +165,12 @@ func TestObjectDefinitionsAndAlarms(t *testing.T) {
 	ctx := context.Background()
 	_, c := objectDaemon(t)
 	app := counterAppDir(t)
-	def, err := c.Objects.Define(ctx, agentkernel.ObjectClass{Class: "mine", InitCommand: []string{"/app/counter"}, AppDir: app, StorageMode: "write-through"})
+	def, err := c.Objects.Define(ctx, agentkernel.ObjectClass{Class: "mine", InitCommand: []string{"/app/counter"}, StorageMode: "write-through"})
 	if err != nil || def.Source != "api" {
 		t.Fatalf("define: %+v %v", def, err)
+	}
+	if _, err := c.Objects.UploadBundleDir(ctx, "mine", app); err != nil {
+		t.Fatalf("upload the bundle: %v", err)
 	}
 	if _, err := c.Objects.Define(ctx, agentkernel.ObjectClass{Class: "counter", InitCommand: []string{"x"}}); objStatus(err) != 409 {
 		t.Fatalf("redefining a config class: %v", err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -38,15 +39,32 @@ type Sandbox struct {
 	Runtime *SandboxRuntime `json:"runtime,omitempty"`
 }
 
-// SandboxRuntime says whether the instance runs and how its limits were
-// enforced ("cgroup", "rlimit", "docker" or "none").
+// SandboxRuntime says whether the instance runs and how its limits are
+// enforced: LimitsApplied overall ("cgroup", "rlimit", "docker" or "none"),
+// Enforcement per limit ("memory_mb", "pids", "cpus").
 type SandboxRuntime struct {
-	Running       bool              `json:"running"`
-	LimitsApplied string            `json:"limits_applied"`
-	Detail        map[string]string `json:"detail,omitempty"`
+	Running       bool                        `json:"running"`
+	LimitsApplied string                      `json:"limits_applied"`
+	Enforcement   map[string]LimitEnforcement `json:"enforcement,omitempty"`
+	Detail        map[string]string           `json:"detail,omitempty"`
 }
 
-// SandboxLimits are resource limits; zero means none.
+// LimitEnforcement is how one limit of a started sandbox is enforced.
+type LimitEnforcement struct {
+	// Value is the limit in force, read back from the kernel or the engine
+	// where the mechanism allows (0 when not enforced).
+	Value float64 `json:"value,omitempty"`
+	// Mechanism is "cgroup v2", "cgroup v1", "rlimit", "docker" or
+	// "not enforced".
+	Mechanism string `json:"mechanism"`
+	// Reason says why a limit is not enforced, or what the mechanism bounds.
+	Reason string `json:"reason,omitempty"`
+}
+
+// SandboxLimits are resource limits. Every sandbox has all three: in a
+// request a zero field takes the daemon's default ([sandbox] memory_mb,
+// pids, cpus), and a value outside the minimum and the operator's maximum
+// is a 400 naming the bound. In a Sandbox they are the limits in effect.
 type SandboxLimits struct {
 	MemoryMB int64   `json:"memory_mb,omitempty"`
 	Pids     int64   `json:"pids,omitempty"`
@@ -106,7 +124,7 @@ type Backup struct {
 type SandboxesService struct{ c *Client }
 
 func sbPath(id string, rest ...string) string {
-	p := "/v1/sandboxes/" + url.PathEscape(id)
+	p := "/v1/sandboxes/" + pathSegment(id)
 	for _, r := range rest {
 		p += "/" + r
 	}
@@ -185,14 +203,11 @@ func (s *SandboxesService) ExecStream(ctx context.Context, id string, p ExecPara
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := s.c.httpClient.Do(req)
+	resp, err := s.c.send(req)
 	if err != nil {
-		return nil, fmt.Errorf("agentkernel: exec: %w", err)
+		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 400 {
-		return nil, decodeError(resp)
-	}
 	var res *ExecResult
 	err = readSSE(resp.Body, func(event string, data []byte) error {
 		switch event {
@@ -232,7 +247,7 @@ func (s *SandboxesService) ExecStream(ctx context.Context, id string, p ExecPara
 		return nil, err
 	}
 	if res == nil {
-		return nil, fmt.Errorf("agentkernel: exec stream ended without an exit event")
+		return nil, errors.New("the exec stream ended without an exit event (the daemon stopped or the connection broke); the command's outcome is unknown")
 	}
 	return res, nil
 }
@@ -265,13 +280,17 @@ func readSSE(r io.Reader, fn func(event string, data []byte) error) error {
 	return sc.Err()
 }
 
-// filePath escapes each segment; an absolute path is sent with its leading
-// slash encoded.
+// filePath escapes each segment, "." and ".." included, so the daemon sees
+// the path exactly as given and judges it (it refuses ".."); an absolute
+// path is sent with its leading slash encoded. Empty segments ("a//b",
+// a trailing "/") name nothing and are dropped.
 func filePath(id, p string) string {
 	abs := strings.HasPrefix(p, "/")
-	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
+	var segs []string
+	for _, s := range strings.Split(p, "/") {
+		if s != "" {
+			segs = append(segs, pathSegment(s))
+		}
 	}
 	enc := strings.Join(segs, "/")
 	if abs {
@@ -286,14 +305,11 @@ func (s *SandboxesService) ReadFile(ctx context.Context, id, path string) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.c.httpClient.Do(req)
+	resp, err := s.c.send(req)
 	if err != nil {
-		return nil, fmt.Errorf("agentkernel: read file: %w", err)
+		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 400 {
-		return nil, decodeError(resp)
-	}
 	return io.ReadAll(resp.Body)
 }
 
@@ -308,14 +324,11 @@ func (s *SandboxesService) WriteFile(ctx context.Context, id, path string, data 
 		return err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := s.c.httpClient.Do(req)
+	resp, err := s.c.send(req)
 	if err != nil {
-		return fmt.Errorf("agentkernel: write file: %w", err)
+		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 400 {
-		return decodeError(resp)
-	}
+	resp.Body.Close()
 	return nil
 }
 

@@ -1,37 +1,58 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine: installs what the
 # tests need, starts dockerd (if it is not running) and a throwaway
-# PostgreSQL cluster in a temp dir, runs `go test -race ./...` with
-# AGENTKERNEL_TEST_POSTGRES_URL set, and stops what it started at exit.
+# PostgreSQL cluster, runs `go test -race ./...` with
+# AGENTKERNEL_TEST_POSTGRES_URL set and TMPDIR inside this run's work dir,
+# then checks that the tests left nothing behind (processes, containers,
+# temp files), stops what it started and removes its work dir.
+#
+# With CI=true a dependency that does not come up (dockerd, the docker test
+# image, PostgreSQL, an interpreter) fails the run at once, and the tests
+# fail instead of skipping when one is missing (internal/testenv).
+#
 # Extra arguments go to `go test` (default: ./...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
+in_ci() { [ "${CI:-}" = true ] || [ "${CI:-}" = 1 ]; }
+
+# missing reports a dependency that did not come up: fatal in CI, a warning
+# (the tests that need it skip) elsewhere.
+missing() {
+	if in_ci; then
+		log "FAIL (CI=true): $*"
+		exit 1
+	fi
+	log "$* -- the tests that need it will skip (with CI=true this fails the run)"
+}
+
 require_go
-apt_install bubblewrap docker.io busybox-static iproute2 ca-certificates
+apt_install bubblewrap docker.io busybox-static iproute2 ca-certificates python3 nodejs
 if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
 	apt_install postgresql
 fi
+for interp in /usr/bin/python3 /usr/bin/node; do
+	[ -x "$interp" ] || missing "$interp is not installed (the object helper tests need it)"
+done
 
-WORK="$(mktemp -d /tmp/agentkernel-test.XXXXXX)"
+# A short name: the tests' unix sockets live below it (107-byte limit).
+WORK="$(mktemp -d /tmp/aktest.XXXXXX)"
 chmod 755 "$WORK"
+mkdir -m 755 "$WORK/tmp"
 PG_CTL=""
 PGDATA=""
-DOCKERD_PID=""
+DOCKERD_WRAPPER=""
 
 cleanup() {
 	local rc=$?
+	trap - EXIT INT TERM
 	if [ -n "$PG_CTL" ] && [ -n "$PGDATA" ]; then
 		log "stopping PostgreSQL"
-		run_pg "$PG_CTL" -D "$PGDATA" -m immediate stop >/dev/null 2>&1 || true
+		run_pg "$PG_CTL" -D "$PGDATA" -m immediate -w stop >/dev/null 2>&1 || true
 	fi
-	if [ -n "$DOCKERD_PID" ]; then
-		log "stopping dockerd"
-		as_root kill "$DOCKERD_PID" 2>/dev/null || true
-		for _ in $(seq 1 50); do as_root kill -0 "$DOCKERD_PID" 2>/dev/null || break; sleep 0.2; done
-	fi
-	rm -rf "$WORK"
+	stop_dockerd
+	rm -rf "$WORK" || log "could not remove $WORK"
 	exit $rc
 }
 trap cleanup EXIT INT TERM
@@ -46,48 +67,81 @@ start_postgres() {
 	local bindir
 	if command -v initdb >/dev/null; then bindir="$(dirname "$(readlink -f "$(command -v initdb)")")"
 	else bindir="$(dirname "$(ls /usr/lib/postgresql/*/bin/initdb | sort -V | tail -1)")"; fi
-	PG_CTL="$bindir/pg_ctl"
 	PGDATA="$WORK/pg/data"
 	mkdir -p "$WORK/pg"
 	[ "$(id -u)" = 0 ] && chown postgres "$WORK/pg"
 	local port
 	port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 55439)"
 	log "starting throwaway PostgreSQL on 127.0.0.1:$port ($PGDATA)"
-	run_pg "$bindir/initdb" -D "$PGDATA" -A trust -U postgres --no-sync >/dev/null
-	run_pg "$PG_CTL" -D "$PGDATA" -w -l "$WORK/pg/log" \
-		-o "-p $port -k $WORK/pg -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=300" start >/dev/null
+	if ! run_pg "$bindir/initdb" -D "$PGDATA" -A trust -U postgres --no-sync >"$WORK/pg/initdb.log" 2>&1; then
+		tail -20 "$WORK/pg/initdb.log" >&2
+		missing "PostgreSQL: initdb failed"
+		return 0
+	fi
+	PG_CTL="$bindir/pg_ctl"
+	if ! run_pg "$PG_CTL" -D "$PGDATA" -w -l "$WORK/pg/log" \
+		-o "-p $port -k $WORK/pg -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=300" start >/dev/null; then
+		tail -20 "$WORK/pg/log" >&2 || true
+		missing "PostgreSQL did not start"
+		return 0
+	fi
 	export AGENTKERNEL_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 }
 
 start_dockerd() {
 	if docker info >/dev/null 2>&1; then
-		log "dockerd already running"
+		log "dockerd already running (not started by this run: it is left running)"
 		return 0
 	fi
 	log "starting dockerd"
 	as_root dockerd --host=unix:///var/run/docker.sock --pidfile="$WORK/dockerd.pid" \
 		>"$WORK/dockerd.log" 2>&1 &
-	DOCKERD_PID=$!
+	# $! is the as_root subshell (or sudo), not dockerd: dockerd's own pid
+	# is in its pidfile, and that is the one stop_dockerd signals.
+	DOCKERD_WRAPPER=$!
 	for _ in $(seq 1 100); do
 		docker info >/dev/null 2>&1 && return 0
-		kill -0 "$DOCKERD_PID" 2>/dev/null || break
+		kill -0 "$DOCKERD_WRAPPER" 2>/dev/null || break
 		sleep 0.3
 	done
-	log "dockerd did not start; docker-driver tests will skip. Its log:"
+	log "dockerd did not start. Its log:"
 	tail -20 "$WORK/dockerd.log" >&2 || true
-	DOCKERD_PID=""
+	missing "dockerd did not start"
+}
+
+# stop_dockerd stops the dockerd this run started (none otherwise) and waits
+# until it is gone.
+stop_dockerd() {
+	[ -n "$DOCKERD_WRAPPER" ] || return 0
+	local pid=""
+	[ -s "$WORK/dockerd.pid" ] && pid="$(cat "$WORK/dockerd.pid")"
+	if [ -n "$pid" ] && as_root kill -0 "$pid" 2>/dev/null; then
+		log "stopping dockerd (pid $pid)"
+		as_root kill "$pid" 2>/dev/null || true
+		for _ in $(seq 1 150); do as_root kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+		if as_root kill -0 "$pid" 2>/dev/null; then
+			log "dockerd (pid $pid) ignored SIGTERM for 30s: killing it"
+			as_root kill -9 "$pid" 2>/dev/null || true
+		fi
+	fi
+	wait "$DOCKERD_WRAPPER" 2>/dev/null || true
+	DOCKERD_WRAPPER=""
 }
 
 start_postgres
 start_dockerd
 if docker info >/dev/null 2>&1; then
 	log "building the docker test image (cached by tag)"
-	bash scripts/docker-image/build.sh || log "docker image build failed; docker-driver tests will skip"
+	bash scripts/docker-image/build.sh || missing "the docker test image did not build"
 fi
 
-log "go test -race"
+log "go test -race (TMPDIR=$WORK/tmp)"
 set +e
-go test -race -timeout 45m -count=1 "${@:-./...}"
+TMPDIR="$WORK/tmp" go test -race -timeout 45m -count=1 "${@:-./...}"
 rc=$?
 set -e
+
+if ! LEAK_WORK="$WORK" bash scripts/leakcheck.sh; then
+	[ $rc -ne 0 ] || rc=1
+fi
 exit $rc

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agentkernel/agentkernel/internal/testenv"
 	"github.com/agentkernel/agentkernel/objectserver/objectservertest"
 )
 
@@ -18,10 +19,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // interpreter returns path, skipping the test when it is not installed.
 func interpreter(t *testing.T, path string) string {
 	t.Helper()
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("%s not installed (%v): cannot test this helper", path, err)
-	}
-	return path
+	return testenv.File(t, path, "apt-get install -y python3 nodejs: the helpers need their interpreter")
 }
 
 func abs(t *testing.T, rel string) string {

@@ -23,25 +23,26 @@ type RawBody struct{}
 // sends is silently ignored; and a test walks every field of every body
 // here and fails on one that neither works nor is refused.
 var requestBodies = map[string]any{
-	"POST /v1/tenants":                       createTenantRequest{},
-	"POST /v1/keys":                          createKeyRequest{},
-	"POST /v1/sandboxes":                     createSandboxRequest{},
-	"POST /v1/sandboxes/{id}/exec":           execRequest{},
-	"PUT /v1/sandboxes/{id}/files/{path...}": RawBody{},
-	"POST /v1/sandboxes/{id}/events":         monitor.EventInput{}, // or {"events": [EventInput…]}
-	"POST /v1/objects/definitions":           classDefJSON{},
-	"POST /v1/objects/{class}/{id}/call":     callObjectRequest{},
-	"POST /v1/objects/{class}/{id}/alarms":   setAlarmRequest{},
-	"POST /v1/tasks":                         createTaskRequest{},
-	"POST /v1/tickets":                       createTicketRequest{},
-	"POST /v1/tickets/{id}/results":          submitResultRequest{},
-	"POST /v1/agents":                        ManagedBody("BetaAgentNewParams"),
-	"POST /v1/agents/{id}":                   ManagedBody("BetaAgentUpdateParams"),
-	"POST /v1/environments":                  ManagedBody("BetaEnvironmentNewParams"),
-	"POST /v1/environments/{id}":             ManagedBody("BetaEnvironmentUpdateParams"),
-	"POST /v1/sessions":                      ManagedBody("BetaSessionNewParams"),
-	"POST /v1/sessions/{id}":                 ManagedBody("BetaSessionUpdateParams"),
-	"POST /v1/sessions/{id}/events":          ManagedBody("BetaSessionEventSendParams"),
+	"POST /v1/tenants":                           createTenantRequest{},
+	"POST /v1/keys":                              createKeyRequest{},
+	"POST /v1/sandboxes":                         createSandboxRequest{},
+	"POST /v1/sandboxes/{id}/exec":               execRequest{},
+	"PUT /v1/sandboxes/{id}/files/{path...}":     RawBody{},
+	"POST /v1/sandboxes/{id}/events":             monitor.EventInput{}, // or {"events": [EventInput…]}
+	"POST /v1/objects/definitions":               classDefJSON{},
+	"PUT /v1/objects/definitions/{class}/bundle": RawBody{}, // a tar(.gz) of the app
+	"POST /v1/objects/{class}/{id}/call":         callObjectRequest{},
+	"POST /v1/objects/{class}/{id}/alarms":       setAlarmRequest{},
+	"POST /v1/tasks":                             createTaskRequest{},
+	"POST /v1/tickets":                           createTicketRequest{},
+	"POST /v1/tickets/{id}/results":              submitResultRequest{},
+	"POST /v1/agents":                            ManagedBody("BetaAgentNewParams"),
+	"POST /v1/agents/{id}":                       ManagedBody("BetaAgentUpdateParams"),
+	"POST /v1/environments":                      ManagedBody("BetaEnvironmentNewParams"),
+	"POST /v1/environments/{id}":                 ManagedBody("BetaEnvironmentUpdateParams"),
+	"POST /v1/sessions":                          ManagedBody("BetaSessionNewParams"),
+	"POST /v1/sessions/{id}":                     ManagedBody("BetaSessionUpdateParams"),
+	"POST /v1/sessions/{id}/events":              ManagedBody("BetaSessionEventSendParams"),
 }
 
 // RequestBodies returns a copy of requestBodies, keyed by route pattern.

@@ -2,11 +2,13 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/ids"
+	"github.com/agentkernel/agentkernel/internal/sandbox"
+	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
@@ -26,9 +28,6 @@ type envDoc struct {
 const (
 	maxEnvName        = 256
 	maxEnvDescription = 2048
-	// MetadataSandboxPrefix starts the metadata keys that carry
-	// agentkernel's own sandbox settings for an environment.
-	MetadataSandboxPrefix = "agentkernel."
 )
 
 func (m *managed) writeEnvironment(w http.ResponseWriter, r *http.Request, e *store.Environment) {
@@ -102,7 +101,7 @@ func (m *managed) applyEnvFields(in obj, d *envDoc, create bool) error {
 		if err != nil {
 			return err
 		}
-		if err := checkSandboxMetadata(md); err != nil {
+		if err := m.checkSandboxMetadata(md); err != nil {
 			return err
 		}
 		d.Metadata = md
@@ -118,23 +117,25 @@ func (m *managed) applyEnvFields(in obj, d *envDoc, create bool) error {
 	return nil
 }
 
-// checkSandboxMetadata validates the agentkernel.* keys that have a syntax
-// the daemon can check now, so a typo fails here and not at the first
-// tool call.
-func checkSandboxMetadata(md map[string]string) error {
-	for k, v := range md {
-		if !strings.HasPrefix(k, MetadataSandboxPrefix) {
-			continue
-		}
-		switch strings.TrimPrefix(k, MetadataSandboxPrefix) {
-		case "sleep_after":
-			if d, err := time.ParseDuration(v); err != nil || d < 0 {
-				return BadRequest("field \"metadata.%s\": %q is not a duration (examples: 30s, 5m)", k, v)
-			}
-		case "driver", "image", "network":
-			if strings.TrimSpace(v) == "" {
-				return BadRequest("field \"metadata.%s\" must not be empty", k)
-			}
+// checkSandboxMetadata validates the agentkernel.* keys with the parser
+// the runtime uses, and their limits against the operator's policy, so a
+// typo or an impossible limit fails here and not at the first tool call.
+// An unknown agentkernel.* key is refused: stored, it would do nothing.
+func (m *managed) checkSandboxMetadata(md map[string]string) error {
+	es, err := session.ParseSandboxMetadata(md)
+	var me *session.MetadataError
+	if errors.As(err, &me) {
+		return BadRequest("field \"metadata.%s\" = %q: %s", me.Key, me.Value, me.Reason)
+	}
+	if err != nil {
+		return err
+	}
+	if m.sandboxes != nil {
+		var le *sandbox.LimitError
+		if _, err := m.sandboxes.ResolveLimits(es.Limits); errors.As(err, &le) {
+			return BadRequest("field %q = %s: %s", "metadata."+session.MetaPrefix+le.Field, le.Value, le.Reason)
+		} else if err != nil {
+			return err
 		}
 	}
 	return nil

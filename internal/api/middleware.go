@@ -63,12 +63,16 @@ func (w *statusWriter) Flush() {
 // Unwrap lets http.ResponseController reach the real writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// bodyLimit is server.max_body_bytes for JSON requests; file uploads have
-// their own, larger limit (sandbox.max_file_bytes), enforced by their
-// handler with a message naming it.
+// bodyLimit is server.max_body_bytes for JSON requests; file and bundle
+// uploads have their own, larger limits (sandbox.max_file_bytes,
+// durable_objects.max_bundle_bytes), enforced by their handlers with a
+// message naming them.
 func (s *Server) bodyLimit(r *http.Request) int64 {
 	if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/sandboxes/") && strings.Contains(r.URL.Path, "/files/") {
 		return max(s.maxBody, s.maxFile+1)
+	}
+	if s.objects != nil && isBundleUpload(r) {
+		return max(s.maxBody, s.objects.MaxBundleBytes()+1)
 	}
 	return s.maxBody
 }

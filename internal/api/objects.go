@@ -53,6 +53,8 @@ type classJSON struct {
 	Source    string     `json:"source"` // "config" or "api"
 	CreatedAt *time.Time `json:"created_at,omitempty"`
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	// Bundle is the class's uploaded app (API classes).
+	Bundle *bundleJSON `json:"bundle,omitempty"`
 }
 
 func toClassJSON(c *object.Class) classJSON {
@@ -113,6 +115,7 @@ func (s *Server) registerObjectRoutes() {
 	s.mux.HandleFunc("GET /v1/objects/{class}/{id}/alarms", a(s.listAlarms))
 	s.mux.HandleFunc("DELETE /v1/objects/{class}/{id}/alarms/{alarm_id}", a(s.deleteAlarm))
 	s.mux.HandleFunc("GET /v1/audit", a(s.listAudit))
+	s.registerBundleRoutes()
 }
 
 func objectKey(r *http.Request) store.ObjectKey {
@@ -121,6 +124,9 @@ func objectKey(r *http.Request) store.ObjectKey {
 
 // objectError maps the runtime's errors to API errors.
 func objectError(k store.ObjectKey, err error) error {
+	if err, ok := bundleError(err); ok {
+		return err
+	}
 	var fe *object.FieldError
 	var le *object.LimitError
 	switch {
@@ -371,25 +377,53 @@ func (s *Server) defineObjectClass(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listObjectClasses(w http.ResponseWriter, r *http.Request) {
-	list, err := s.objects.Classes(r.Context(), PrincipalFrom(r.Context()).TenantID)
+	tenant := PrincipalFrom(r.Context()).TenantID
+	list, err := s.objects.Classes(r.Context(), tenant)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	out := listJSON[classJSON]{Data: []classJSON{}}
 	for _, c := range list {
-		out.Data = append(out.Data, toClassJSON(c))
+		cj, err := s.classWithBundle(r, tenant, c)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		out.Data = append(out.Data, cj)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getObjectClass(w http.ResponseWriter, r *http.Request) {
-	c, err := s.objects.Class(r.Context(), PrincipalFrom(r.Context()).TenantID, r.PathValue("class"))
+	tenant := PrincipalFrom(r.Context()).TenantID
+	c, err := s.objects.Class(r.Context(), tenant, r.PathValue("class"))
 	if err != nil {
 		s.writeError(w, r, objectError(store.ObjectKey{}, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, toClassJSON(c))
+	cj, err := s.classWithBundle(r, tenant, c)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, cj)
+}
+
+// classWithBundle is a class on the wire with its bundle, if it has one.
+func (s *Server) classWithBundle(r *http.Request, tenant string, c *object.Class) (classJSON, error) {
+	cj := toClassJSON(c)
+	if c.FromConfig {
+		return cj, nil
+	}
+	b, err := s.objects.Bundle(r.Context(), tenant, c.Name)
+	switch {
+	case err == nil:
+		cj.Bundle = toBundleJSON(b)
+	case !errors.Is(err, object.ErrNoBundle):
+		return cj, err
+	}
+	return cj, nil
 }
 
 func (s *Server) deleteObjectClass(w http.ResponseWriter, r *http.Request) {

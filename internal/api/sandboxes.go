@@ -33,15 +33,18 @@ type sandboxJSON struct {
 	Runtime *runtimeJSON `json:"runtime,omitempty"`
 }
 
+// runtimeJSON: Enforcement says, per limit, the value in force and the
+// mechanism (cgroup v2, cgroup v1, rlimit, docker), or "not enforced" and
+// why.
 type runtimeJSON struct {
-	Running       bool              `json:"running"`
-	LimitsApplied string            `json:"limits_applied"`
-	Detail        map[string]string `json:"detail,omitempty"`
+	Running       bool                           `json:"running"`
+	LimitsApplied string                         `json:"limits_applied"`
+	Enforcement   map[string]sandbox.Enforcement `json:"enforcement,omitempty"`
+	Detail        map[string]string              `json:"detail,omitempty"`
 }
 
 func toSandboxJSON(in *sandbox.Info) sandboxJSON {
-	var lim sandbox.Limits
-	_ = jsonUnmarshal(in.Limits, &lim)
+	lim := in.EffectiveLimits
 	md := in.Metadata
 	if md == nil {
 		md = map[string]string{}
@@ -99,7 +102,10 @@ func (s *Server) registerSandboxRoutes() {
 // sandboxError maps the sandbox layer's errors to API errors.
 func sandboxError(id string, err error) error {
 	var ue *sandbox.UnavailableError
+	var le *sandbox.LimitError
 	switch {
+	case errors.As(err, &le):
+		return BadRequest("field %q = %s: %s", "limits."+le.Field, le.Value, le.Reason)
 	case errors.Is(err, store.ErrNotFound):
 		return NotFound("sandbox", id)
 	case errors.As(err, &ue):
@@ -116,15 +122,15 @@ func sandboxError(id string, err error) error {
 
 // createSandboxRequest is the body of POST /v1/sandboxes.
 type createSandboxRequest struct {
-	Driver      string            `json:"driver"`
-	Image       string            `json:"image"`
-	SleepAfter  string            `json:"sleep_after"`
-	Network     string            `json:"network"`
-	Limits      sandbox.Limits    `json:"limits"`
-	Metadata    map[string]string `json:"metadata"`
-	Environment string            `json:"environment"`
-	SessionKey  string            `json:"session_key"`
-	Start       *bool             `json:"start"`
+	Driver      string                `json:"driver"`
+	Image       string                `json:"image"`
+	SleepAfter  string                `json:"sleep_after"`
+	Network     string                `json:"network"`
+	Limits      sandbox.LimitsRequest `json:"limits"`
+	Metadata    map[string]string     `json:"metadata"`
+	Environment string                `json:"environment"`
+	SessionKey  string                `json:"session_key"`
+	Start       *bool                 `json:"start"`
 }
 
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
@@ -191,7 +197,7 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
 	}
 	out := toSandboxJSON(in)
 	if st, err := s.sandboxes.Inspect(r.Context(), PrincipalFrom(r.Context()).TenantID, id); err == nil && st != nil {
-		out.Runtime = &runtimeJSON{Running: st.Running, LimitsApplied: st.LimitsApplied, Detail: st.Detail}
+		out.Runtime = &runtimeJSON{Running: st.Running, LimitsApplied: st.LimitsApplied, Enforcement: st.Enforcement, Detail: st.Detail}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -8,21 +8,12 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 )
 
-const agentUsage = "agentkernel agent create|ls"
-
-// runAgent manages Managed Agents API agents through the official SDK.
-func runAgent(ctx context.Context, m *Main, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, agentUsage)
-	}
-	switch sub, rest := args[0], args[1:]; sub {
-	case "create":
-		return agentCreate(ctx, m, rest)
-	case "ls", "list":
-		return agentList(ctx, m, rest)
-	default:
-		return fmt.Errorf("%w: unknown subcommand %q (%s)", errUsage, sub, agentUsage)
-	}
+// agentCommand manages Managed Agents API agents through the official SDK.
+func agentCommand() command {
+	return command{name: "agent", summary: "Managed Agents API agents", subs: []command{
+		{name: "create", summary: "create an agent and print its id", run: agentCreate},
+		{name: "ls", aliases: []string{"list"}, summary: "list agents", run: agentList},
+	}}
 }
 
 func agentCreate(ctx context.Context, m *Main, args []string) error {

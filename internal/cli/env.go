@@ -7,27 +7,18 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 )
 
-const envUsage = "agentkernel env create|ls"
-
-// runEnv manages Managed Agents API environments: where a session's
+// envCommand manages Managed Agents API environments: where a session's
 // sandbox runs. agentkernel's own sandbox settings travel as agentkernel.*
 // metadata, which the official SDKs pass through unchanged.
-func runEnv(ctx context.Context, m *Main, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, envUsage)
-	}
-	switch sub, rest := args[0], args[1:]; sub {
-	case "create":
-		return envCreate(ctx, m, rest)
-	case "ls", "list":
-		return envList(ctx, m, rest)
-	default:
-		return fmt.Errorf("%w: unknown subcommand %q (%s)", errUsage, sub, envUsage)
-	}
+func envCommand() command {
+	return command{name: "env", summary: "Managed Agents API environments (where a session's sandbox runs)", subs: []command{
+		{name: "create", summary: "create an environment and print its id", run: envCreate},
+		{name: "ls", aliases: []string{"list"}, summary: "list environments", run: envList},
+	}}
 }
 
 func envCreate(ctx context.Context, m *Main, args []string) error {
-	fs := m.newFlagSet("env create", "env create --name NAME [--driver process|docker] [--image IMAGE] [--sleep-after 5m] [--network none|host] [--json]")
+	fs := m.newFlagSet("env create", "env create --name NAME [--driver process|docker] [--image IMAGE] [--sleep-after 5m] [--network none|host] [--memory-mb N] [--pids N] [--cpus N] [--json]")
 	var cf clientFlags
 	cf.register(fs)
 	name := fs.String("name", "", "the environment's name (required)")
@@ -36,6 +27,9 @@ func envCreate(ctx context.Context, m *Main, args []string) error {
 		"agentkernel.image":       fs.String("image", "", "sandbox image (default: [sandbox] image or docker_image)"),
 		"agentkernel.sleep_after": fs.String("sleep-after", "", "idle time before the sandbox hibernates, e.g. 5m"),
 		"agentkernel.network":     fs.String("network", "", "none or host (default: [sandbox] network)"),
+		"agentkernel.memory_mb":   fs.String("memory-mb", "", "sandbox memory limit in MiB (default: [sandbox] memory_mb)"),
+		"agentkernel.pids":        fs.String("pids", "", "sandbox process limit (default: [sandbox] pids)"),
+		"agentkernel.cpus":        fs.String("cpus", "", "sandbox CPU limit, e.g. 0.5 (default: [sandbox] cpus)"),
 	}
 	if err := parse(fs, args); err != nil {
 		return err

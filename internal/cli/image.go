@@ -14,22 +14,15 @@ import (
 	"github.com/agentkernel/agentkernel/internal/image"
 )
 
-// runImage manages the process driver's images on the local disk
+// imageCommand manages the process driver's images on the local disk
 // directly: the daemon reads ImagesDir at sandbox start, so no daemon call
 // is needed (or wanted: a large tarball never crosses the API).
-func runImage(ctx context.Context, m *Main, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: agentkernel image import|ls|rm", errUsage)
-	}
-	switch args[0] {
-	case "import":
-		return imageImport(ctx, m, args[1:])
-	case "ls", "list":
-		return imageList(ctx, m, args[1:])
-	case "rm", "remove":
-		return imageRemove(ctx, m, args[1:])
-	}
-	return fmt.Errorf("%w: unknown subcommand %q (import, ls, rm)", errUsage, args[0])
+func imageCommand() command {
+	return command{name: "image", summary: "the process driver's images, on this machine's disk", subs: []command{
+		{name: "import", summary: "import a root filesystem tarball as an image", run: imageImport},
+		{name: "ls", aliases: []string{"list"}, summary: "list images", run: imageList},
+		{name: "rm", aliases: []string{"remove"}, summary: "remove an image", run: imageRemove},
+	}}
 }
 
 // imageFlags locate the images dir: --images-dir, else $home/images with

@@ -35,7 +35,7 @@ func runImageCmd(t *testing.T, env []string, args ...string) (string, string, er
 	t.Helper()
 	var out, errb bytes.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Environ: env}
-	err := runImage(context.Background(), m, args)
+	_, err := m.dispatch(context.Background(), []string{"agentkernel", "image"}, imageCommand(), args)
 	return out.String(), errb.String(), err
 }
 

@@ -8,23 +8,18 @@ import (
 	"github.com/agentkernel/agentkernel"
 )
 
-func runKey(ctx context.Context, m *Main, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: agentkernel key create|ls|revoke", errUsage)
-	}
-	switch args[0] {
-	case "create":
-		return keyCreate(ctx, m, args[1:])
-	case "ls", "list":
-		return keyList(ctx, m, args[1:])
-	case "revoke", "rm":
-		return keyRevoke(ctx, m, args[1:])
-	}
-	return fmt.Errorf("%w: unknown subcommand %q (create, ls, revoke)", errUsage, args[0])
+func keyCommand() command {
+	return command{name: "key", summary: "API keys (admin)", subs: []command{
+		{name: "create", summary: "create a key and print its secret (shown once)", run: keyCreate},
+		{name: "ls", aliases: []string{"list"}, summary: "list keys", run: keyList},
+		{name: "revoke", aliases: []string{"rm"}, summary: "revoke a key", run: keyRevoke},
+	}}
 }
 
+// keyCreate prints the secret alone on stdout; --json prints the whole key
+// (id, tenant and secret).
 func keyCreate(ctx context.Context, m *Main, args []string) error {
-	fs := m.newFlagSet("key create", "key create --name NAME [--tenant ID] [--admin]")
+	fs := m.newFlagSet("key create", "key create --name NAME [--tenant ID] [--admin] [--json]\n\nPrints the secret alone on stdout (shown only once); the key's id goes to stderr. --json prints both.")
 	var cf clientFlags
 	cf.register(fs)
 	var p agentkernel.KeyCreateParams
@@ -44,8 +39,10 @@ func keyCreate(ctx context.Context, m *Main, args []string) error {
 	if cf.json {
 		return printJSON(m.Stdout, k)
 	}
-	fmt.Fprintf(m.Stdout, "created key %s (tenant %s)\n%s\n", k.ID, k.TenantID, k.Secret)
-	fmt.Fprintln(m.Stderr, "the secret is shown only once; store it now")
+	// The secret is what a script needs (`key=$(agentkernel key create …)`);
+	// the id, for `key revoke`, and the warning go to stderr.
+	fmt.Fprintf(m.Stderr, "created key %s (tenant %s); the secret below is shown only once: store it now\n", k.ID, k.TenantID)
+	fmt.Fprintln(m.Stdout, k.Secret)
 	return nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 )
 
@@ -20,6 +19,10 @@ type Main struct {
 	Stdout  io.Writer
 	Stderr  io.Writer
 	Environ []string
+
+	// probed receives the flag set a command builds, when completion
+	// asks a command for its flags (see commandFlags).
+	probed *flag.FlagSet
 }
 
 // NewMain returns a Main bound to the real process.
@@ -35,47 +38,73 @@ func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code
 // errUsage marks errors caused by wrong usage (exit 2).
 var errUsage = errors.New("usage")
 
+type runFunc func(ctx context.Context, m *Main, args []string) error
+
+// command is one entry of the command table: a group of subcommands (subs)
+// or a command that runs (run). Dispatch, help and shell completion all
+// read this one table, so they cannot drift apart.
 type command struct {
+	name    string
+	aliases []string
 	summary string
-	run     func(ctx context.Context, m *Main, args []string) error
+	run     runFunc
+	subs    []command
+	// words are the fixed words a command takes as arguments, offered by
+	// shell completion (e.g. "bash zsh fish").
+	words []string
+	// internal commands run inside sandboxes, not for people: listed in
+	// help, left out of completion, never asked for their flags.
+	internal bool
 }
 
-func (m *Main) commands() map[string]command {
-	return map[string]command{
-		"serve":   {"run the daemon", runServe},
-		"version": {"print the version", runVersion},
-		"key":     {"manage API keys: create | ls | revoke (admin)", runKey},
-		"tenant":  {"manage tenants: create | ls (admin)", runTenant},
-		"sandbox": {"sandboxes: create | ls | get | exec | cp | stop | start | snapshot | backups | rm", runSandbox},
-		"image":   {"process-driver images: import NAME TARBALL | ls | rm NAME", runImage},
-		"object":  {"durable objects: call | get | ls | rm | alarm set|ls|rm | hibernate | checkpoint | define | classes | init", runObject},
-		"guest":   {"run the in-sandbox guest (PID 1 inside a sandbox; not for people)", runGuest},
-		"agent":   {"Managed Agents API agents: create | ls", runAgent},
-		"env":     {"Managed Agents API environments: create | ls", runEnv},
-		"session": {"agent sessions: new | send | tail | ls | rm", runSession},
-		"task":    {"agent tasks: run | ls | get | logs | transcript", runTask},
-		"ticket":  {"tickets (workflows of tasks): create | ls | show", runTicket},
-
-		"agent-event": {"inside a sandbox: report a heartbeat or event to the monitor (agentkernel-agent)", runAgentEvent},
+// root is the whole table.
+func root() command {
+	return command{
+		name:    "agentkernel",
+		summary: "agentkernel — a self-hosted, durable runtime for AI agents",
+		subs: []command{
+			{name: "serve", summary: "run the daemon", run: runServe},
+			{name: "version", summary: "print the version (also --version)", run: runVersion},
+			{name: "completion", summary: "print a shell completion script: bash, zsh or fish", run: runCompletion, words: shells},
+			tenantCommand(),
+			keyCommand(),
+			sandboxCommand(),
+			imageCommand(),
+			objectCommand(),
+			agentCommand(),
+			envCommand(),
+			sessionCommand(),
+			taskCommand(),
+			ticketCommand(),
+			{name: "guest", summary: "run the in-sandbox guest (PID 1 inside a sandbox; not for people)", run: runGuest, internal: true},
+			{name: "agent-event", summary: "inside a sandbox: report a heartbeat or event to the monitor (agentkernel-agent)", run: runAgentEvent, internal: true},
+		},
 	}
 }
+
+// find returns the subcommand called name (or one of its aliases).
+func (c command) find(name string) (command, bool) {
+	for _, s := range c.subs {
+		if s.name == name {
+			return s, true
+		}
+		for _, a := range s.aliases {
+			if a == name {
+				return s, true
+			}
+		}
+	}
+	return command{}, false
+}
+
+func isHelp(arg string) bool { return arg == "-h" || arg == "--help" || arg == "help" }
 
 // Run runs the command line and returns the process exit code.
 func (m *Main) Run(ctx context.Context, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		m.usage(m.Stdout)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+	if len(args) > 0 && args[0] == "--version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
-	cmd, ok := m.commands()[args[0]]
-	if !ok {
-		fmt.Fprintf(m.Stderr, "agentkernel: unknown command %q\n\n", args[0])
-		m.usage(m.Stderr)
-		return 2
-	}
-	err := cmd.run(ctx, m, args[1:])
+	path, err := m.dispatch(ctx, []string{"agentkernel"}, root(), args)
 	var ee *ExitError
 	switch {
 	case err == nil:
@@ -85,27 +114,60 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(m.Stderr, "agentkernel %s: %v\n", args[0], err)
+		fmt.Fprintf(m.Stderr, "%s: %v\n", strings.Join(path, " "), err)
 		return 2
 	default:
-		fmt.Fprintf(m.Stderr, "agentkernel %s: %v\n", args[0], err)
+		fmt.Fprintf(m.Stderr, "%s: %v\n", strings.Join(path, " "), err)
 		return 1
 	}
 }
 
-func (m *Main) usage(w io.Writer) {
-	fmt.Fprintln(w, "agentkernel — a self-hosted, durable runtime for AI agents")
-	fmt.Fprintln(w, "\nUsage: agentkernel <command> [flags]\n\nCommands:")
-	cmds := m.commands()
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
+// dispatch walks the table along args and runs the command it names. It
+// returns the path of the command that ran (or refused), which prefixes
+// its error message once.
+func (m *Main) dispatch(ctx context.Context, path []string, c command, args []string) ([]string, error) {
+	if c.run != nil {
+		return path, c.run(ctx, m, args)
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	if len(args) == 0 {
+		// A group alone is a usage error, like a command without its
+		// arguments: the list goes to stderr.
+		m.help(m.Stderr, path, c)
+		return path, &ExitError{Code: 2}
 	}
-	fmt.Fprintln(w, "\nRun 'agentkernel <command> -h' for a command's flags.")
+	if isHelp(args[0]) {
+		if len(args) > 1 && args[0] == "help" {
+			// `help exec` is `exec -h`.
+			if sub, ok := c.find(args[1]); ok {
+				return m.dispatch(ctx, append(path, sub.name), sub, []string{"-h"})
+			}
+		}
+		m.help(m.Stdout, path, c)
+		return path, nil
+	}
+	sub, ok := c.find(args[0])
+	if !ok {
+		kind := "subcommand"
+		if len(path) == 1 {
+			kind = "command"
+		}
+		return path, fmt.Errorf("%w: unknown %s %q; '%s --help' lists them", errUsage, kind, args[0], strings.Join(path, " "))
+	}
+	return m.dispatch(ctx, append(path, sub.name), sub, args[1:])
+}
+
+// help lists a group's subcommands, one line each.
+func (m *Main) help(w io.Writer, path []string, c command) {
+	name := strings.Join(path, " ")
+	fmt.Fprintf(w, "%s\n\nUsage: %s <command> [flags]\n\nCommands:\n", c.summary, name)
+	width := 0
+	for _, s := range c.subs {
+		width = max(width, len(s.name))
+	}
+	for _, s := range c.subs {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, s.name, s.summary)
+	}
+	fmt.Fprintf(w, "\nRun '%s <command> -h' for a command's subcommands or flags.\n", name)
 }
 
 // reorder moves flags (and their values) before the positional arguments.
@@ -161,6 +223,7 @@ func (m *Main) newFlagSet(name, usage string) *flag.FlagSet {
 		fmt.Fprintf(m.Stderr, "Usage: agentkernel %s\n\nFlags:\n", usage)
 		fs.PrintDefaults()
 	}
+	m.probed = fs
 	return fs
 }
 

@@ -37,8 +37,9 @@ func (c *clientFlags) managedClient(m *Main) anthropic.Client {
 	}
 	return anthropic.NewClient(
 		option.WithoutEnvironmentDefaults(),
-		// No client timeout: `session tail` holds its stream open.
-		option.WithHTTPClient(&http.Client{}),
+		// No client timeout: `session tail` holds its stream open. API
+		// calls never follow redirects (see agentkernel.Client).
+		option.WithHTTPClient(&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}),
 		option.WithBaseURL(strings.TrimRight(url, "/")),
 		option.WithAPIKey(key),
 		// A retried create or send could act twice; the user retries.

@@ -13,42 +13,41 @@ import (
 	"github.com/agentkernel/agentkernel"
 )
 
-const objectUsage = "agentkernel object call|get|ls|rm|alarm|hibernate|checkpoint|define|classes|init"
-
-func runObject(ctx context.Context, m *Main, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, objectUsage)
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "call":
-		return objectCall(ctx, m, rest)
-	case "get", "show":
-		return objectGet(ctx, m, rest)
-	case "ls", "list":
-		return objectList(ctx, m, rest)
-	case "rm", "delete":
-		return objectTwo(ctx, m, rest, "rm", "deleted", func(c *agentkernel.Client, class, id string) (any, error) {
+func objectCommand() command {
+	return command{name: "object", summary: "durable objects: stateful actors addressed by class and id", subs: []command{
+		{name: "call", summary: "call a method on an object (created and woken as needed)", run: objectCall},
+		{name: "get", aliases: []string{"show"}, summary: "show an object's status and storage", run: objectGet},
+		{name: "ls", aliases: []string{"list"}, summary: "list objects", run: objectList},
+		{name: "rm", aliases: []string{"delete"}, summary: "delete an object with its storage, alarms and sandbox", run: objectVerb("rm", "deleted", func(ctx context.Context, c *agentkernel.Client, class, id string) (any, error) {
 			return nil, c.Objects.Delete(ctx, class, id)
-		})
-	case "hibernate":
-		return objectTwo(ctx, m, rest, "hibernate", "hibernated", func(c *agentkernel.Client, class, id string) (any, error) {
+		})},
+		{name: "alarm", aliases: []string{"alarms"}, summary: "scheduled method calls", subs: []command{
+			{name: "set", summary: "schedule a method call and print the alarm's id", run: objectAlarm("set")},
+			{name: "ls", aliases: []string{"list"}, summary: "list an object's alarms", run: objectAlarm("ls")},
+			{name: "rm", aliases: []string{"delete"}, summary: "delete an alarm", run: objectAlarm("rm")},
+		}},
+		{name: "hibernate", summary: "persist an object's storage and stop its sandbox now", run: objectVerb("hibernate", "hibernated", func(ctx context.Context, c *agentkernel.Client, class, id string) (any, error) {
 			return c.Objects.Hibernate(ctx, class, id)
-		})
-	case "checkpoint":
-		return objectTwo(ctx, m, rest, "checkpoint", "checkpointed", func(c *agentkernel.Client, class, id string) (any, error) {
+		})},
+		{name: "checkpoint", summary: "persist an object's storage without hibernating", run: objectVerb("checkpoint", "checkpointed", func(ctx context.Context, c *agentkernel.Client, class, id string) (any, error) {
 			return c.Objects.Checkpoint(ctx, class, id)
-		})
-	case "alarm", "alarms":
-		return objectAlarm(ctx, m, rest)
-	case "define":
-		return objectDefine(ctx, m, rest)
-	case "classes":
-		return objectClasses(ctx, m, rest)
-	case "init":
-		return runObjectInit(ctx, m, rest)
+		})},
+		{name: "define", summary: "define a class from a JSON file and print its name", run: objectDefine},
+		{name: "bundle", summary: "the app of a class defined through the API, mounted read-only at /app", subs: []command{
+			{name: "push", aliases: []string{"upload"}, summary: "upload a directory (packed as tar.gz) or a tar, tar.gz or tar.zst as a class's bundle", run: objectBundlePush},
+			{name: "get", aliases: []string{"show"}, summary: "show a class's bundle", run: objectBundleGet},
+			{name: "rm", aliases: []string{"delete"}, summary: "delete a class's bundle", run: objectBundleRm},
+		}},
+		{name: "classes", summary: "list the classes you can use", run: objectClasses},
+		{name: "init", summary: "write a starter object server (go, python or node) into a directory", run: runObjectInit},
+	}}
+}
+
+// objectVerb is a command that takes CLASS ID.
+func objectVerb(verb, done string, op func(ctx context.Context, c *agentkernel.Client, class, id string) (any, error)) runFunc {
+	return func(ctx context.Context, m *Main, args []string) error {
+		return objectTwo(ctx, m, args, verb, done, op)
 	}
-	return fmt.Errorf("%w: unknown subcommand %q (%s)", errUsage, sub, objectUsage)
 }
 
 func objectCall(ctx context.Context, m *Main, args []string) error {
@@ -146,7 +145,7 @@ func objectList(ctx context.Context, m *Main, args []string) error {
 }
 
 // objectTwo runs a CLASS ID verb.
-func objectTwo(ctx context.Context, m *Main, args []string, verb, done string, op func(c *agentkernel.Client, class, id string) (any, error)) error {
+func objectTwo(ctx context.Context, m *Main, args []string, verb, done string, op func(ctx context.Context, c *agentkernel.Client, class, id string) (any, error)) error {
 	fs := m.newFlagSet("object "+verb, "object "+verb+" CLASS ID [--json]")
 	var cf clientFlags
 	cf.register(fs)
@@ -159,7 +158,7 @@ func objectTwo(ctx context.Context, m *Main, args []string, verb, done string, o
 	if verb == "hibernate" {
 		fmt.Fprintln(m.Stderr, "persisting storage and stopping the sandbox…")
 	}
-	out, err := op(cf.client(m), fs.Arg(0), fs.Arg(1))
+	out, err := op(ctx, cf.client(m), fs.Arg(0), fs.Arg(1))
 	if err != nil {
 		return err
 	}
@@ -170,11 +169,12 @@ func objectTwo(ctx context.Context, m *Main, args []string, verb, done string, o
 	return nil
 }
 
-func objectAlarm(ctx context.Context, m *Main, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: agentkernel object alarm set|ls|rm", errUsage)
-	}
-	sub, rest := args[0], args[1:]
+// objectAlarm is `object alarm set|ls|rm`; the three share their flags.
+func objectAlarm(sub string) runFunc {
+	return func(ctx context.Context, m *Main, args []string) error { return objectAlarmRun(ctx, m, sub, args) }
+}
+
+func objectAlarmRun(ctx context.Context, m *Main, sub string, rest []string) error {
 	fs := m.newFlagSet("object alarm "+sub, "object alarm set CLASS ID METHOD --at RFC3339 [--args JSON] | ls CLASS ID | rm CLASS ID ALARM_ID")
 	var cf clientFlags
 	cf.register(fs)
@@ -214,7 +214,7 @@ func objectAlarm(ctx context.Context, m *Main, args []string) error {
 		}
 		fmt.Fprintln(m.Stdout, a.ID)
 		return nil
-	case "ls", "list":
+	case "ls":
 		if fs.NArg() != 2 {
 			return fmt.Errorf("%w: object alarm ls CLASS ID", errUsage)
 		}
@@ -230,7 +230,7 @@ func objectAlarm(ctx context.Context, m *Main, args []string) error {
 			rows = append(rows, []string{a.ID, a.Method, a.FireAt.Format(time.RFC3339), fmt.Sprint(a.Fired), fmt.Sprint(a.Attempts), orDash(a.LastError)})
 		}
 		return table(m.Stdout, []string{"ID", "METHOD", "FIRE AT", "FIRED", "ATTEMPTS", "LAST ERROR"}, rows)
-	case "rm", "delete":
+	case "rm":
 		if fs.NArg() != 3 {
 			return fmt.Errorf("%w: object alarm rm CLASS ID ALARM_ID", errUsage)
 		}
@@ -276,7 +276,8 @@ func objectDefine(ctx context.Context, m *Main, args []string) error {
 	if cf.json {
 		return printJSON(m.Stdout, out)
 	}
-	fmt.Fprintf(m.Stdout, "defined class %s\n", out.Class)
+	fmt.Fprintf(m.Stderr, "defined class %s\n", out.Class)
+	fmt.Fprintln(m.Stdout, out.Class)
 	return nil
 }
 
@@ -296,9 +297,16 @@ func objectClasses(ctx context.Context, m *Main, args []string) error {
 	}
 	rows := make([][]string, 0, len(list))
 	for _, c := range list {
-		rows = append(rows, []string{c.Class, orDash(c.StorageMode), orDash(c.Driver), fmt.Sprint(c.IdleTimeoutSeconds), strings.Join(c.InitCommand, " "), c.Source})
+		app := "-"
+		switch {
+		case c.AppDir != "":
+			app = "app_dir " + c.AppDir
+		case c.Bundle != nil:
+			app = "bundle " + c.Bundle.SHA256[:min(12, len(c.Bundle.SHA256))]
+		}
+		rows = append(rows, []string{c.Class, orDash(c.StorageMode), orDash(c.Driver), fmt.Sprint(c.IdleTimeoutSeconds), strings.Join(c.InitCommand, " "), app, c.Source})
 	}
-	return table(m.Stdout, []string{"CLASS", "STORAGE", "DRIVER", "IDLE S", "INIT COMMAND", "SOURCE"}, rows)
+	return table(m.Stdout, []string{"CLASS", "STORAGE", "DRIVER", "IDLE S", "INIT COMMAND", "APP", "SOURCE"}, rows)
 }
 
 // clientValueFlags are the shared flags that take a value.

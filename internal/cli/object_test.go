@@ -24,6 +24,7 @@ func TestObjectCommands(t *testing.T) {
 	}
 	d := daemontest.Start(t, func(c *config.Config) {
 		c.Objects = []config.ObjectClassConfig{{Class: "counter", InitCommand: []string{"/app/counter"}, AppDir: app}}
+		c.DurableObjects.AppRoots = []string{app}
 	})
 	env := []string{"AGENTKERNEL_URL=" + d.URL, "AGENTKERNEL_API_KEY=" + d.AdminKey}
 	run := func(want int, args ...string) string {
@@ -56,12 +57,22 @@ func TestObjectCommands(t *testing.T) {
 	}
 	run(0, "object", "alarm", "rm", "counter", "a", id)
 	def := filepath.Join(t.TempDir(), "c.json")
-	if err := os.WriteFile(def, []byte(`{"class":"mine","init_command":["/app/counter"],"app_dir":"`+app+`"}`), 0o644); err != nil {
+	if err := os.WriteFile(def, []byte(`{"class":"mine","init_command":["/app/counter"]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run(0, "object", "define", def)
-	if out := run(0, "object", "classes"); !strings.Contains(out, "mine") || !strings.Contains(out, "config") {
+	t.Cleanup(func() { run(0, "object", "rm", "mine", "b") })
+	if out := run(0, "object", "bundle", "push", "mine", app); !strings.Contains(out, "sha256") {
+		t.Fatalf("bundle push: %q", out)
+	}
+	if out := run(0, "object", "call", "mine", "b", "increment"); strings.TrimSpace(out) != `{"value":1}` {
+		t.Fatalf("call on the bundled class: %q", out)
+	}
+	if out := run(0, "object", "classes"); !strings.Contains(out, "mine") || !strings.Contains(out, "config") || !strings.Contains(out, "bundle ") {
 		t.Fatalf("classes: %q", out)
+	}
+	if out := run(0, "object", "bundle", "get", "mine"); !strings.Contains(out, "sha256") {
+		t.Fatalf("bundle get: %q", out)
 	}
 	if out := run(1, "object", "call", "nosuch", "a", "get"); !strings.Contains(out, `"nosuch"`) {
 		t.Fatalf("unknown class: %q", out)

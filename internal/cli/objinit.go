@@ -40,7 +40,7 @@ func runObjectInit(_ context.Context, m *Main, args []string) error {
 	}
 	dir, err := filepath.Abs(pos[0])
 	if err != nil {
-		return fmt.Errorf("object init: %w", err)
+		return err
 	}
 	files, err := scaffold(*lang, *class, dir)
 	if err != nil {
@@ -49,19 +49,19 @@ func runObjectInit(_ context.Context, m *Main, args []string) error {
 	if !*force {
 		for _, f := range files {
 			if _, err := os.Lstat(filepath.Join(dir, f.path)); err == nil {
-				return fmt.Errorf("object init: %s already exists; pass --force to overwrite", filepath.Join(dir, f.path))
+				return fmt.Errorf("%s already exists; pass --force to overwrite", filepath.Join(dir, f.path))
 			} else if !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("object init: %w", err)
+				return err
 			}
 		}
 	}
 	for _, f := range files {
 		p := filepath.Join(dir, f.path)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return fmt.Errorf("object init: %w", err)
+			return err
 		}
 		if err := os.WriteFile(p, f.data, f.mode); err != nil {
-			return fmt.Errorf("object init: %w", err)
+			return err
 		}
 	}
 	fmt.Fprintf(m.Stdout, "wrote a %s %q object server to %s; see %s for how to run and register it\n",

@@ -95,7 +95,7 @@ func scaffold(lang, class, dir string) ([]scaffoldFile, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("object init: read templates: %w", err)
+		return nil, fmt.Errorf("read templates: %w", err)
 	}
 	if l.extra != nil {
 		files = append(files, l.extra(class)...)
@@ -110,11 +110,11 @@ func scaffold(lang, class, dir string) ([]scaffoldFile, error) {
 func objInitReadme(lang, class, dir string, l objInitLang) ([]byte, error) {
 	src, err := objInitTemplates.ReadFile("objinit_templates/README.md.tmpl")
 	if err != nil {
-		return nil, fmt.Errorf("object init: %w", err)
+		return nil, err
 	}
 	t, err := template.New("README.md").Parse(string(src))
 	if err != nil {
-		return nil, fmt.Errorf("object init: README template: %w", err)
+		return nil, fmt.Errorf("README template: %w", err)
 	}
 	quoted := make([]string, len(l.initCommand))
 	for i, a := range l.initCommand {
@@ -125,12 +125,13 @@ func objInitReadme(lang, class, dir string, l objInitLang) ([]byte, error) {
 		"Lang":        lang,
 		"Class":       class,
 		"DirTOML":     tomlString(dir),
+		"DirShell":    "'" + strings.ReplaceAll(dir, "'", `'\''`) + "'",
 		"InitCommand": "[" + strings.Join(quoted, ", ") + "]",
 		"Build":       l.build,
 		"Run":         l.run,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("object init: README template: %w", err)
+		return nil, fmt.Errorf("README template: %w", err)
 	}
 	return b.Bytes(), nil
 }

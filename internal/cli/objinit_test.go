@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 	"github.com/agentkernel/agentkernel/objectserver/objectservertest"
 )
 
@@ -151,10 +152,7 @@ func scaffolded(t *testing.T, lang string, wantInit []string) string {
 func appPath(dir, p string) string { return filepath.Join(dir, strings.TrimPrefix(p, "/app/")) }
 
 func TestObjectInitGo(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("go toolchain not on PATH: %v", err)
-	}
+	goBin := testenv.Command(t, "go", "https://go.dev/dl/")
 	dir := scaffolded(t, "go", []string{"/app/counter"})
 	build := exec.Command(goBin, "build", "-o", "counter", ".")
 	build.Dir = dir
@@ -169,9 +167,7 @@ func TestObjectInitGo(t *testing.T) {
 }
 
 func TestObjectInitPython(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skipf("/usr/bin/python3 not installed: %v", err)
-	}
+	testenv.File(t, "/usr/bin/python3", "apt-get install -y python3")
 	dir := scaffolded(t, "python", []string{"python3", "/app/counter.py"})
 	// No PYTHONPATH: the copied helper must be found next to counter.py.
 	cmd := exec.Command("/usr/bin/python3", appPath(dir, "/app/counter.py"))
@@ -180,9 +176,7 @@ func TestObjectInitPython(t *testing.T) {
 }
 
 func TestObjectInitNode(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/node"); err != nil {
-		t.Skipf("/usr/bin/node not installed: %v", err)
-	}
+	testenv.File(t, "/usr/bin/node", "apt-get install -y nodejs")
 	dir := scaffolded(t, "node", []string{"node", "/app/counter.js"})
 	cmd := exec.Command("/usr/bin/node", appPath(dir, "/app/counter.js"))
 	cmd.Env = withoutEnv(os.Environ(), "NODE_PATH")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,42 +13,27 @@ import (
 	"github.com/agentkernel/agentkernel"
 )
 
-func runSandbox(ctx context.Context, m *Main, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: agentkernel sandbox create|ls|get|exec|cp|stop|start|snapshot|backups|rm", errUsage)
+func sandboxCommand() command {
+	return command{name: "sandbox", summary: "sandboxes: isolated places to run commands, with a /workspace that survives hibernation", subs: []command{
+		{name: "create", summary: "create a sandbox and print its id", run: sandboxCreate},
+		{name: "ls", aliases: []string{"list"}, summary: "list sandboxes", run: sandboxList},
+		{name: "get", aliases: []string{"show"}, summary: "show one sandbox", run: sandboxVerb("get", (*agentkernel.SandboxesService).Get)},
+		{name: "exec", summary: "run a command in a sandbox; exits with its exit code", run: sandboxExec},
+		{name: "cp", summary: "copy a file into or out of a sandbox", run: sandboxCp},
+		{name: "stop", summary: "snapshot the workspace and hibernate", run: sandboxVerb("stop", (*agentkernel.SandboxesService).Stop)},
+		{name: "start", summary: "wake a hibernated sandbox", run: sandboxVerb("start", (*agentkernel.SandboxesService).Start)},
+		{name: "snapshot", summary: "take a verified workspace backup and print its id", run: sandboxSnapshot},
+		{name: "backups", summary: "list a sandbox's backups", run: sandboxBackups},
+		{name: "rm", aliases: []string{"delete"}, summary: "take a final snapshot and destroy a sandbox", run: sandboxVerb("rm", (*agentkernel.SandboxesService).Delete)},
+	}}
+}
+
+// sandboxVerb is a command that takes one sandbox id and answers the
+// sandbox.
+func sandboxVerb(verb string, op func(*agentkernel.SandboxesService, context.Context, string) (*agentkernel.Sandbox, error)) runFunc {
+	return func(ctx context.Context, m *Main, args []string) error {
+		return sandboxOne(ctx, m, args, verb, op)
 	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "create":
-		return sandboxCreate(ctx, m, rest)
-	case "ls", "list":
-		return sandboxList(ctx, m, rest)
-	case "get", "show":
-		return sandboxOne(ctx, m, rest, "get", func(c *agentkernel.Client, id string) (*agentkernel.Sandbox, error) {
-			return c.Sandboxes.Get(ctx, id)
-		})
-	case "stop":
-		return sandboxOne(ctx, m, rest, "stop", func(c *agentkernel.Client, id string) (*agentkernel.Sandbox, error) {
-			return c.Sandboxes.Stop(ctx, id)
-		})
-	case "start":
-		return sandboxOne(ctx, m, rest, "start", func(c *agentkernel.Client, id string) (*agentkernel.Sandbox, error) {
-			return c.Sandboxes.Start(ctx, id)
-		})
-	case "rm", "delete":
-		return sandboxOne(ctx, m, rest, "rm", func(c *agentkernel.Client, id string) (*agentkernel.Sandbox, error) {
-			return c.Sandboxes.Delete(ctx, id)
-		})
-	case "exec":
-		return sandboxExec(ctx, m, rest)
-	case "cp":
-		return sandboxCp(ctx, m, rest)
-	case "snapshot":
-		return sandboxSnapshot(ctx, m, rest)
-	case "backups":
-		return sandboxBackups(ctx, m, rest)
-	}
-	return fmt.Errorf("%w: unknown subcommand %q", errUsage, sub)
 }
 
 func sandboxCreate(ctx context.Context, m *Main, args []string) error {
@@ -60,11 +46,25 @@ func sandboxCreate(ctx context.Context, m *Main, args []string) error {
 	fs.StringVar(&p.Image, "image", "", "image")
 	fs.StringVar(&p.SleepAfter, "sleep-after", "", "idle time before hibernation, e.g. 5m")
 	fs.StringVar(&p.Network, "network", "", "none or host")
-	fs.Int64Var(&lim.MemoryMB, "memory-mb", 0, "memory limit in MiB")
-	fs.Int64Var(&lim.Pids, "pids", 0, "process limit")
-	fs.Float64Var(&lim.CPUs, "cpus", 0, "CPU limit")
+	fs.Int64Var(&lim.MemoryMB, "memory-mb", 0, "memory limit in MiB (default: the daemon's [sandbox] memory_mb)")
+	fs.Int64Var(&lim.Pids, "pids", 0, "process limit (default: the daemon's [sandbox] pids)")
+	fs.Float64Var(&lim.CPUs, "cpus", 0, "CPU limit, e.g. 0.5 (default: the daemon's [sandbox] cpus)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	// Zero cannot travel (it means "the default" on the wire) and never
+	// meant "no limit": refuse it rather than quietly apply the default.
+	var zero error
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "memory-mb", "pids", "cpus":
+			if v, err := strconv.ParseFloat(f.Value.String(), 64); err == nil && v == 0 && zero == nil {
+				zero = fmt.Errorf("%w: --%s 0: every sandbox has a limit; leave the flag out for the daemon's default", errUsage, f.Name)
+			}
+		}
+	})
+	if zero != nil {
+		return zero
 	}
 	if lim != (agentkernel.SandboxLimits{}) {
 		p.Limits = &lim
@@ -103,7 +103,7 @@ func sandboxList(ctx context.Context, m *Main, args []string) error {
 	return table(m.Stdout, []string{"ID", "STATE", "DRIVER", "IMAGE", "SLEEP AFTER", "LAST ACTIVITY"}, rows)
 }
 
-func sandboxOne(ctx context.Context, m *Main, args []string, verb string, op func(*agentkernel.Client, string) (*agentkernel.Sandbox, error)) error {
+func sandboxOne(ctx context.Context, m *Main, args []string, verb string, op func(*agentkernel.SandboxesService, context.Context, string) (*agentkernel.Sandbox, error)) error {
 	fs := m.newFlagSet("sandbox "+verb, "sandbox "+verb+" SANDBOX_ID")
 	var cf clientFlags
 	cf.register(fs)
@@ -121,7 +121,7 @@ func sandboxOne(ctx context.Context, m *Main, args []string, verb string, op fun
 	case "rm":
 		fmt.Fprintln(m.Stderr, "taking a final snapshot and destroying…")
 	}
-	sb, err := op(cf.client(m), fs.Arg(0))
+	sb, err := op(cf.client(m).Sandboxes, ctx, fs.Arg(0))
 	if err != nil {
 		return err
 	}
@@ -251,7 +251,8 @@ func sandboxSnapshot(ctx context.Context, m *Main, args []string) error {
 	if cf.json {
 		return printJSON(m.Stdout, b)
 	}
-	fmt.Fprintf(m.Stdout, "%s %d bytes sha256:%s\n", b.ID, b.Size, b.SHA256)
+	fmt.Fprintf(m.Stderr, "verified backup of %d bytes, sha256:%s\n", b.Size, b.SHA256)
+	fmt.Fprintln(m.Stdout, b.ID)
 	return nil
 }
 

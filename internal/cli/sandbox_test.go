@@ -13,9 +13,9 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/agentkernel/agentkernel/internal/blob/fsblob"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 var (
@@ -29,7 +29,7 @@ var (
 func staticBinary(t *testing.T) string {
 	t.Helper()
 	staticOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "agentkernel-static")
+		dir, err := testenv.ProcessTempDir("agentkernel-static")
 		if err != nil {
 			staticErr = err
 			return
@@ -54,20 +54,84 @@ type server struct {
 	stderr *bytes.Buffer
 }
 
-func startServer(t *testing.T, bin, home, addr string) *server {
+// homes are the homes servers ran on in this test binary: the sandbox run
+// dir every server of a home shares (a restarted daemon reattaches to its
+// sandboxes through the sockets there) and every server started on it.
+var (
+	homesMu sync.Mutex
+	homes   = map[string]*homeServers{}
+)
+
+type homeServers struct {
+	run     string
+	servers []*server
+}
+
+// startServer runs `agentkernel serve` on home (extraEnv is added to its
+// environment). The first server of a home registers the cleanup that
+// leaves no sandbox behind: sandboxes outlive their daemon by design, a
+// SIGKILLed one too, so after the test a daemon is started again on the
+// home, destroys every sandbox and stops.
+func startServer(t *testing.T, bin, home, addr string, extraEnv ...string) *server {
+	t.Helper()
+	homesMu.Lock()
+	h := homes[home]
+	if h == nil {
+		run, err := os.MkdirTemp("", "akc")
+		if err != nil {
+			homesMu.Unlock()
+			t.Fatal(err)
+		}
+		h = &homeServers{run: filepath.Join(run, "r")}
+		homes[home] = h
+		t.Cleanup(func() {
+			cleanHome(t, bin, home)
+			os.RemoveAll(run)
+		})
+	}
+	homesMu.Unlock()
+	s := spawnServer(t, bin, home, addr, h.run, extraEnv...)
+	homesMu.Lock()
+	h.servers = append(h.servers, s)
+	homesMu.Unlock()
+	return s
+}
+
+func spawnServer(t *testing.T, bin, home, addr, run string, extraEnv ...string) *server {
 	t.Helper()
 	s := &server{addr: addr, home: home, stderr: &bytes.Buffer{}}
 	s.cmd = exec.Command(bin, "serve", "--listen", addr, "--home", home)
-	s.cmd.Dir = t.TempDir()
-	run, _ := os.MkdirTemp("", "akc")
-	t.Cleanup(func() { os.RemoveAll(run) })
-	s.cmd.Env = cleanEnv("HOME="+home, "AGENTKERNEL_SANDBOX_RUN_DIR="+run+"/"+filepath.Base(home))
+	s.cmd.Dir = home
+	s.cmd.Env = cleanEnv(append([]string{"HOME=" + home, "AGENTKERNEL_SANDBOX_RUN_DIR=" + run}, extraEnv...)...)
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waitHealthy(t, "http://"+addr, s.stderr)
 	return s
+}
+
+// cleanHome ends every server the test left running on home, then runs
+// one more to destroy the sandboxes they left.
+func cleanHome(t *testing.T, bin, home string) {
+	homesMu.Lock()
+	h := homes[home]
+	delete(homes, home)
+	homesMu.Unlock()
+	for _, s := range h.servers {
+		if s.cmd.ProcessState == nil { // never waited for: still running
+			_ = s.cmd.Process.Kill()
+			_ = s.cmd.Wait()
+		}
+	}
+	s := spawnServer(t, bin, home, freePort(t), h.run)
+	defer s.stop(t)
+	key, err := os.ReadFile(filepath.Join(home, "admin.key"))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	testenv.DestroySandboxes(t, "http://"+s.addr, strings.TrimSpace(string(key)))
 }
 
 func (s *server) env() []string {
@@ -77,6 +141,15 @@ func (s *server) env() []string {
 func (s *server) stop(t *testing.T) {
 	t.Helper()
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = s.cmd.Wait()
+}
+
+// kill SIGKILLs the server: nothing of it runs any cleanup.
+func (s *server) kill(t *testing.T) {
+	t.Helper()
+	if err := s.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
 	_ = s.cmd.Wait()
 }
 
@@ -145,20 +218,8 @@ func TestSIGKILLDuringSnapshot(t *testing.T) {
 		cmd.Env = env
 		_ = cmd.Run() // fails when the daemon dies
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(flag + ".reached"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("failpoint never reached\n%s", s.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := s.cmd.Process.Kill(); err != nil { // SIGKILL mid-snapshot
-		t.Fatal(err)
-	}
-	_ = s.cmd.Wait()
+	waitFile(t, flag+".reached", s)
+	s.kill(t) // SIGKILL mid-snapshot
 	<-stopDone
 	os.Remove(flag)
 

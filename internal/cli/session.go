@@ -10,27 +10,16 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 )
 
-const sessionUsage = "agentkernel session new|send|tail|ls|rm"
-
-// runSession drives Managed Agents API sessions through the official SDK.
-func runSession(ctx context.Context, m *Main, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, sessionUsage)
-	}
-	switch sub, rest := args[0], args[1:]; sub {
-	case "new", "create":
-		return sessionNew(ctx, m, rest)
-	case "send":
-		return sessionSend(ctx, m, rest)
-	case "tail":
-		return sessionTail(ctx, m, rest)
-	case "ls", "list":
-		return sessionList(ctx, m, rest)
-	case "rm", "delete":
-		return sessionRemove(ctx, m, rest)
-	default:
-		return fmt.Errorf("%w: unknown subcommand %q (%s)", errUsage, sub, sessionUsage)
-	}
+// sessionCommand drives Managed Agents API sessions through the official
+// SDK.
+func sessionCommand() command {
+	return command{name: "session", summary: "Managed Agents API sessions", subs: []command{
+		{name: "new", aliases: []string{"create"}, summary: "start a session and print its id", run: sessionNew},
+		{name: "send", summary: "send a user message (--wait: follow the turn; fails if it fails)", run: sessionSend},
+		{name: "tail", summary: "show a session's events as they happen", run: sessionTail},
+		{name: "ls", aliases: []string{"list"}, summary: "list sessions", run: sessionList},
+		{name: "rm", aliases: []string{"delete"}, summary: "delete a session and its sandbox", run: sessionRemove},
+	}}
 }
 
 func sessionNew(ctx context.Context, m *Main, args []string) error {
@@ -118,7 +107,13 @@ func sessionSend(ctx context.Context, m *Main, args []string) error {
 	}
 	t := &tailer{m: m, c: c, id: id, json: cf.json, untilIdle: true, r: newRenderer(m.Stdout)}
 	t.show(sent.RawJSON())
-	return t.follow(ctx, sent.ID)
+	if err := t.follow(ctx, sent.ID); err != nil {
+		return err
+	}
+	if t.failure != "" {
+		return fmt.Errorf("the turn failed with session.error %s", t.failure)
+	}
+	return nil
 }
 
 func sessionList(ctx context.Context, m *Main, args []string) error {

@@ -63,6 +63,9 @@ type tailer struct {
 	r         *renderer
 	st        settleState
 	lastID    string
+	// failure is the last terminal session.error seen ("" if none), so
+	// `send --wait` can fail when the turn did.
+	failure string
 }
 
 // history lists the session's events oldest first: all of them, or the
@@ -181,14 +184,24 @@ func (t *tailer) show(raw string) {
 // observe notes an event without printing it.
 func (t *tailer) observe(raw string) {
 	var e struct {
-		ID   string `json:"id"`
-		Type string `json:"type"`
+		ID    string `json:"id"`
+		Type  string `json:"type"`
+		Error struct {
+			Type        string `json:"type"`
+			Message     string `json:"message"`
+			RetryStatus struct {
+				Type string `json:"type"`
+			} `json:"retry_status"`
+		} `json:"error"`
 	}
 	if json.Unmarshal([]byte(raw), &e) != nil {
 		return
 	}
 	t.lastID = e.ID
 	t.st.apply(e.Type)
+	if e.Type == "session.error" && e.Error.RetryStatus.Type != "retrying" {
+		t.failure = fmt.Sprintf("%s: %s", e.Error.Type, e.Error.Message)
+	}
 }
 
 // settleState tells from the event log alone whether a session has work

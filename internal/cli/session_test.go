@@ -34,20 +34,7 @@ func TestSessionCommands(t *testing.T) {
 	d := daemontest.Start(t, func(c *config.Config) {
 		c.Models = map[string]config.ModelConfig{"demo": {Provider: config.ProviderScripted, File: script}}
 	})
-	env := []string{"AGENTKERNEL_URL=" + d.URL, "AGENTKERNEL_API_KEY=" + d.AdminKey}
-	run := func(want int, args ...string) (stdout, stderr string) {
-		t.Helper()
-		// A safety net so a tail that never settles fails instead of
-		// hanging the test binary.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		var out, errb bytes.Buffer
-		m := &cli.Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Environ: env}
-		if code := m.Run(ctx, args); code != want {
-			t.Fatalf("agentkernel %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out.String(), errb.String())
-		}
-		return out.String(), errb.String()
-	}
+	run := inProcess(t, d)
 	id := func(out, prefix string) string {
 		t.Helper()
 		s := strings.TrimSpace(out)
@@ -106,15 +93,19 @@ func TestSessionCommands(t *testing.T) {
 	inOrder(t, strings.Join(types, " "), "user.message", "session.status_running", "agent.tool_use", "agent.tool_result", "agent.message", "session.status_idle")
 
 	// send --wait shows the next turn as it happens: the script is
-	// exhausted, so the turn fails with session.error and still idles.
-	out, _ = run(0, "session", "send", sess, "And again?", "--wait")
+	// exhausted, so the turn fails with session.error and still idles —
+	// and send fails, so a script sees it.
+	out, stderr := run(1, "session", "send", sess, "And again?", "--wait")
 	inOrder(t, out, "user      And again?", "status    running", "error", "script", "status    idle (end_turn)")
+	if !strings.HasPrefix(stderr, "agentkernel session send: ") || !strings.Contains(stderr, "session.error") || !strings.Contains(stderr, "script") {
+		t.Fatalf("send --wait on a failed turn: stderr %q", stderr)
+	}
 	if strings.Contains(out, "Write hello.txt") {
 		t.Fatalf("send --wait replayed the earlier turn:\n%s", out)
 	}
 
 	// Bad input is the API's message and a non-zero exit.
-	_, stderr := run(1, "session", "new", "--agent", "agent_nosuch", "--env", envID)
+	_, stderr = run(1, "session", "new", "--agent", "agent_nosuch", "--env", envID)
 	if !strings.Contains(stderr, "agent_nosuch") || !strings.Contains(stderr, "404") {
 		t.Fatalf("unknown agent: %q", stderr)
 	}
@@ -136,6 +127,25 @@ func TestSessionCommands(t *testing.T) {
 	}
 }
 
+// inProcess runs the CLI in this process against d and returns its
+// stdout and stderr, failing unless it exits with want.
+func inProcess(t *testing.T, d *daemontest.Daemon) func(want int, args ...string) (stdout, stderr string) {
+	env := []string{"AGENTKERNEL_URL=" + d.URL, "AGENTKERNEL_API_KEY=" + d.AdminKey}
+	return func(want int, args ...string) (string, string) {
+		t.Helper()
+		// A safety net so a tail that never settles fails instead of
+		// hanging the test binary.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var out, errb bytes.Buffer
+		m := &cli.Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Environ: env}
+		if code := m.Run(ctx, args); code != want {
+			t.Fatalf("agentkernel %v: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out.String(), errb.String())
+		}
+		return out.String(), errb.String()
+	}
+}
+
 // inOrder fails unless each want occurs in s after the previous one.
 func inOrder(t *testing.T, s string, wants ...string) {
 	t.Helper()
@@ -146,5 +156,25 @@ func inOrder(t *testing.T, s string, wants ...string) {
 			t.Fatalf("%q missing or out of order in:\n%s", w, s)
 		}
 		rest = rest[i+len(w):]
+	}
+}
+
+// TestMissingModelKey: a claude-* model with no key anywhere ends the turn
+// with a session.error that names what to set — not the Anthropic SDK's
+// advice to run `ant auth login`, which means nothing to a daemon.
+func TestMissingModelKey(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "")
+	d := daemontest.Start(t)
+	run := inProcess(t, d)
+	agent, _ := run(0, "agent", "create", "--name", "helper", "--model", "claude-sonnet-4-5", "--tools", "none")
+	envID, _ := run(0, "env", "create", "--name", "local")
+	sess, _ := run(0, "session", "new", "--agent", strings.TrimSpace(agent), "--env", strings.TrimSpace(envID))
+	sess = strings.TrimSpace(sess)
+	out, stderr := run(1, "session", "send", sess, "hello", "--wait")
+	for _, s := range []string{out, stderr} {
+		if !strings.Contains(s, "ANTHROPIC_API_KEY") || !strings.Contains(s, `[models."claude-*"]`) || strings.Contains(s, "ant auth login") {
+			t.Errorf("the missing key is not explained:\nstdout: %s\nstderr: %s", out, stderr)
+		}
 	}
 }

@@ -10,27 +10,15 @@ import (
 	"github.com/agentkernel/agentkernel/internal/guest"
 )
 
-const taskUsage = "agentkernel task run|ls|get|logs|transcript"
-
-// runTask runs agent tasks and reads what they left.
-func runTask(ctx context.Context, m *Main, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, taskUsage)
-	}
-	switch sub, rest := args[0], args[1:]; sub {
-	case "run":
-		return taskRun(ctx, m, rest)
-	case "ls", "list":
-		return taskList(ctx, m, rest)
-	case "get", "show":
-		return taskGet(ctx, m, rest)
-	case "logs":
-		return taskLogs(ctx, m, rest)
-	case "transcript":
-		return taskTranscript(ctx, m, rest)
-	default:
-		return fmt.Errorf("%w: unknown subcommand %q (%s)", errUsage, sub, taskUsage)
-	}
+// taskCommand runs agent tasks and reads what they left.
+func taskCommand() command {
+	return command{name: "task", summary: "agent tasks: agents that run in a sandbox on their own", subs: []command{
+		{name: "run", summary: "start a task and print its id", run: taskRun},
+		{name: "ls", aliases: []string{"list"}, summary: "list tasks", run: taskList},
+		{name: "get", aliases: []string{"show"}, summary: "show a task and the monitor's view of it", run: taskGet},
+		{name: "logs", summary: "print a task's output", run: taskLogs},
+		{name: "transcript", summary: "print a task's saved transcript", run: taskTranscript},
+	}}
 }
 
 func taskRun(ctx context.Context, m *Main, args []string) error {

@@ -8,23 +8,30 @@ import (
 	"github.com/agentkernel/agentkernel"
 )
 
-const ticketUsage = "agentkernel ticket create|ls|show"
+func ticketCommand() command {
+	return command{name: "ticket", summary: "tickets: workflows of tasks", subs: []command{
+		{name: "create", summary: "create a ticket and print its id", run: ticketVerb("create")},
+		{name: "ls", aliases: []string{"list"}, summary: "list tickets", run: ticketVerb("ls")},
+		{name: "show", aliases: []string{"get"}, summary: "show a ticket with its tasks", run: ticketVerb("show")},
+	}}
+}
 
-// runTicket manages tickets (workflows of tasks).
-func runTicket(ctx context.Context, m *Main, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, ticketUsage)
-	}
-	fs := m.newFlagSet("ticket "+args[0], ticketUsage+" [ID|TITLE]")
+// ticketVerb is `ticket create|ls|show`; the three share their flags.
+func ticketVerb(verb string) runFunc {
+	return func(ctx context.Context, m *Main, args []string) error { return runTicket(ctx, m, verb, args) }
+}
+
+func runTicket(ctx context.Context, m *Main, verb string, args []string) error {
+	fs := m.newFlagSet("ticket "+verb, "ticket create TITLE [--description D] | ls [--status S] | show ID")
 	var cf clientFlags
 	cf.register(fs)
 	desc := fs.String("description", "", "ticket description (create)")
 	status := fs.String("status", "", "only tickets in this status (ls)")
-	if err := parse(fs, args[1:]); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	c := cf.client(m)
-	switch args[0] {
+	switch verb {
 	case "create":
 		if fs.NArg() != 1 {
 			return fmt.Errorf("%w: ticket create TITLE", errUsage)
@@ -38,7 +45,7 @@ func runTicket(ctx context.Context, m *Main, args []string) error {
 		}
 		fmt.Fprintln(m.Stdout, t.ID)
 		return nil
-	case "ls", "list":
+	case "ls":
 		ts, err := c.Tickets().List(ctx, *status)
 		if err != nil {
 			return err
@@ -51,7 +58,7 @@ func runTicket(ctx context.Context, m *Main, args []string) error {
 			rows = append(rows, []string{t.ID, t.Status, t.Title, t.CreatedAt.Local().Format(time.DateTime)})
 		}
 		return table(m.Stdout, []string{"ID", "STATUS", "TITLE", "CREATED"}, rows)
-	case "show", "get":
+	case "show":
 		if fs.NArg() != 1 {
 			return fmt.Errorf("%w: ticket show ID", errUsage)
 		}
@@ -77,5 +84,5 @@ func runTicket(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintln(m.Stdout)
 		return table(m.Stdout, []string{"TASK", "KIND", "STATUS", "REASON", "SANDBOX"}, rows)
 	}
-	return fmt.Errorf("%w: unknown subcommand %q (%s)", errUsage, args[0], ticketUsage)
+	return fmt.Errorf("%w: unknown subcommand %q", errUsage, verb)
 }

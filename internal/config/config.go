@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/agentkernel/agentkernel/internal/sandbox"
 )
 
 // FileName is the configuration file looked up in the working directory and
@@ -59,10 +61,17 @@ type SandboxConfig struct {
 	DockerHost string   `toml:"docker_host"`
 	SleepAfter Duration `toml:"sleep_after"`
 	// Network is the default network mode: "none" or "host".
-	Network  string  `toml:"network"`
+	Network string `toml:"network"`
+	// MemoryMB, Pids and CPUs are every sandbox's limits unless its request
+	// or its environment asks for others; there is no unlimited.
 	MemoryMB int64   `toml:"memory_mb"`
 	Pids     int64   `toml:"pids"`
 	CPUs     float64 `toml:"cpus"`
+	// MaxMemoryMB, MaxPids and MaxCPUs bound what a request or an
+	// environment may ask for (CPUs also by the host's CPU count).
+	MaxMemoryMB int64   `toml:"max_memory_mb"`
+	MaxPids     int64   `toml:"max_pids"`
+	MaxCPUs     float64 `toml:"max_cpus"`
 	// GuestBinary is the static binary run as PID 1 in sandboxes; default:
 	// this agentkernel executable (`agentkernel guest`).
 	GuestBinary string `toml:"guest_binary"`
@@ -93,6 +102,13 @@ type BlobConfig struct {
 	Engine string `toml:"engine"`
 	// Path is the blob root for the fs engine; default $home/blobs.
 	Path string `toml:"path"`
+	// GCGrace is how old an unreferenced blob or a temp file must be before
+	// the blob GC deletes it. This daemon's own writes in flight are safe
+	// at any grace; it protects writes of other processes sharing the
+	// blob directory.
+	GCGrace Duration `toml:"gc_grace"`
+	// GCInterval is the time between blob GC passes (one runs at start).
+	GCInterval Duration `toml:"gc_interval"`
 }
 
 // ServerConfig tunes the HTTP server.
@@ -116,7 +132,7 @@ func Default() Config {
 		Listen: DefaultListen,
 		Home:   DefaultHome(),
 		Store:  StoreConfig{Engine: "sqlite"},
-		Blob:   BlobConfig{Engine: "fs"},
+		Blob:   BlobConfig{Engine: "fs", GCGrace: Duration(time.Hour), GCInterval: Duration(time.Hour)},
 		Server: ServerConfig{MaxBodyBytes: 2 << 20, ShutdownTimeout: Duration(30 * time.Second)},
 		Log:    LogConfig{Level: "info", Format: "text"},
 		Sandbox: SandboxConfig{
@@ -124,6 +140,12 @@ func Default() Config {
 			DockerImage:  "agentkernel/sandbox:busybox",
 			SleepAfter:   Duration(5 * time.Minute),
 			Network:      "none",
+			MemoryMB:     sandbox.DefaultMemoryMB,
+			Pids:         sandbox.DefaultPids,
+			CPUs:         sandbox.DefaultCPUs,
+			MaxMemoryMB:  sandbox.DefaultMaxMemoryMB,
+			MaxPids:      sandbox.DefaultMaxPids,
+			MaxCPUs:      sandbox.DefaultMaxCPUs,
 			BackupTTL:    Duration(7 * 24 * time.Hour),
 			ReapInterval: Duration(10 * time.Second),
 			MaxFileBytes: 64 << 20,
@@ -179,6 +201,15 @@ func (c *Config) SandboxRunDir() string {
 	}
 	h := sha256.Sum256([]byte(c.Home))
 	return filepath.Join(os.TempDir(), fmt.Sprintf("agentkernel-%d", os.Getuid()), hex.EncodeToString(h[:])[:10])
+}
+
+// SandboxLimits is the [sandbox] limit policy: defaults and maximums.
+func (c *Config) SandboxLimits() sandbox.LimitPolicy {
+	sb := c.Sandbox
+	return sandbox.LimitPolicy{
+		Default: sandbox.Limits{MemoryMB: sb.MemoryMB, Pids: sb.Pids, CPUs: sb.CPUs},
+		Max:     sandbox.Limits{MemoryMB: sb.MaxMemoryMB, Pids: sb.MaxPids, CPUs: sb.MaxCPUs},
+	}
 }
 
 // AdminKeyPath is where serve writes the admin key on first start.

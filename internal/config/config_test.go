@@ -95,6 +95,8 @@ func TestValidationNamesTheField(t *testing.T) {
 		{env: []string{"AGENTKERNEL_SERVER_MAX_BODY_BYTES=abc"}, want: []string{"server.max_body_bytes", "AGENTKERNEL_SERVER_MAX_BODY_BYTES", "integer"}},
 		{env: []string{"AGENTKERNEL_SERVER_SHUTDOWN_TIMEOUT=soon"}, want: []string{"server.shutdown_timeout", "duration"}},
 		{env: []string{"AGENTKERNEL_LOG_LEVEL=loud"}, want: []string{"log.level", `"debug"`}},
+		{env: []string{"AGENTKERNEL_BLOB_GC_GRACE=-1m"}, want: []string{"blob.gc_grace", "non-negative"}},
+		{env: []string{"AGENTKERNEL_BLOB_GC_INTERVAL=10ms"}, want: []string{"blob.gc_interval", "at least 1s"}},
 		{file: "[store]\nengin = \"x\"\n", want: []string{"unknown key", "store.engin"}},
 		{file: "listen = \n", want: []string{"line 1"}},
 	}

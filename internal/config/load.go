@@ -50,6 +50,7 @@ func Load(flags Flags, environ []string) (Config, Source, error) {
 		if err := decodeFile(path, &cfg); err != nil {
 			return cfg, src, err
 		}
+		defaultAppRoots(&cfg, path)
 	}
 	if err := applyEnv(&cfg, env); err != nil {
 		return cfg, src, err
@@ -64,6 +65,19 @@ func Load(flags Flags, environ []string) (Config, Source, error) {
 		return cfg, src, err
 	}
 	return cfg, src, nil
+}
+
+// defaultAppRoots lets [[objects]] app_dir name directories beside the
+// configuration file that declares them (the README's `object init`
+// walkthrough) unless the file says otherwise; with no file there are no
+// [[objects]] and no roots.
+func defaultAppRoots(cfg *Config, path string) {
+	if cfg.DurableObjects.AppRoots != nil {
+		return
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		cfg.DurableObjects.AppRoots = []string{filepath.Dir(abs)}
+	}
 }
 
 // findFile: --config must exist; otherwise ./agentkernel.toml, then

@@ -10,15 +10,18 @@ import (
 // ObjectClassConfig is one [[objects]] entry (seed 002 plus agentkernel's
 // driver, max_concurrency, storage_mode and app_dir).
 type ObjectClassConfig struct {
-	Class              string            `toml:"class"`
-	Image              string            `toml:"image"`
-	Driver             string            `toml:"driver"`
-	IdleTimeoutSeconds int64             `toml:"idle_timeout_seconds"`
-	InitCommand        []string          `toml:"init_command"`
-	MaxConcurrency     int64             `toml:"max_concurrency"`
-	StorageMode        string            `toml:"storage_mode"` // "snapshot" (default) or "write-through"
-	AppDir             string            `toml:"app_dir"`
-	Env                map[string]string `toml:"env"`
+	Class              string   `toml:"class"`
+	Image              string   `toml:"image"`
+	Driver             string   `toml:"driver"`
+	IdleTimeoutSeconds int64    `toml:"idle_timeout_seconds"`
+	InitCommand        []string `toml:"init_command"`
+	MaxConcurrency     int64    `toml:"max_concurrency"`
+	StorageMode        string   `toml:"storage_mode"` // "snapshot" (default) or "write-through"
+	// AppDir is a host directory mounted read-only at /app. Only
+	// [[objects]] may name one, and only under durable_objects.app_roots;
+	// classes defined through the API upload a bundle instead.
+	AppDir string            `toml:"app_dir"`
+	Env    map[string]string `toml:"env"`
 }
 
 // DurableObjectsConfig holds the object runtime's limits and intervals
@@ -33,6 +36,16 @@ type DurableObjectsConfig struct {
 	MaxAlarms         int64    `toml:"max_alarms"`
 	CallTimeout       Duration `toml:"call_timeout"`
 	DumpTimeout       Duration `toml:"dump_timeout"`
+
+	// AppRoots are the host directories an [[objects]] app_dir must lie
+	// under (after symlinks and ".." are resolved). Default: the directory
+	// holding the agentkernel.toml that was loaded; [] allows none.
+	AppRoots []string `toml:"app_roots"`
+	// MaxBundleBytes bounds an uploaded bundle as sent (413 beyond);
+	// MaxBundleUnpackedBytes and MaxBundleFiles bound what it unpacks to.
+	MaxBundleBytes         int64 `toml:"max_bundle_bytes"`
+	MaxBundleUnpackedBytes int64 `toml:"max_bundle_unpacked_bytes"`
+	MaxBundleFiles         int64 `toml:"max_bundle_files"`
 }
 
 // DefaultDurableObjects returns seed 002's constants.
@@ -47,6 +60,10 @@ func DefaultDurableObjects() DurableObjectsConfig {
 		MaxAlarms:         100,
 		CallTimeout:       Duration(30 * time.Second),
 		DumpTimeout:       Duration(10 * time.Second),
+
+		MaxBundleBytes:         64 << 20,
+		MaxBundleUnpackedBytes: 256 << 20,
+		MaxBundleFiles:         20000,
 	}
 }
 
@@ -89,11 +106,17 @@ func (c *Config) validateObjects() []error {
 	positive := map[string]int64{
 		"durable_objects.max_keys": d.MaxKeys, "durable_objects.max_value_bytes": d.MaxValueBytes,
 		"durable_objects.max_storage_bytes": d.MaxStorageBytes, "durable_objects.max_active_objects": d.MaxActiveObjects,
-		"durable_objects.max_alarms": d.MaxAlarms,
+		"durable_objects.max_alarms": d.MaxAlarms, "durable_objects.max_bundle_bytes": d.MaxBundleBytes,
+		"durable_objects.max_bundle_unpacked_bytes": d.MaxBundleUnpackedBytes, "durable_objects.max_bundle_files": d.MaxBundleFiles,
 	}
 	for k, v := range positive {
 		if v < 1 {
 			errs = append(errs, &FieldError{Field: k, Value: fmt.Sprint(v), Accepted: "a positive number"})
+		}
+	}
+	for i, r := range d.AppRoots {
+		if !filepath.IsAbs(r) {
+			errs = append(errs, &FieldError{Field: fmt.Sprintf("durable_objects.app_roots[%d]", i), Value: r, Accepted: "an absolute host directory"})
 		}
 	}
 	durations := map[string]Duration{

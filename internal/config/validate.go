@@ -55,6 +55,12 @@ func (c *Config) Validate() error {
 	if c.Blob.Engine != "fs" {
 		add(&FieldError{Field: "blob.engine", Value: c.Blob.Engine, Accepted: `"fs"`, Reason: "unknown engine"})
 	}
+	if c.Blob.GCGrace < 0 {
+		add(&FieldError{Field: "blob.gc_grace", Value: c.Blob.GCGrace.D().String(), Accepted: "a non-negative duration (default 1h)", Reason: "negative"})
+	}
+	if c.Blob.GCInterval.D() < time.Second {
+		add(&FieldError{Field: "blob.gc_interval", Value: c.Blob.GCInterval.D().String(), Accepted: "a duration of at least 1s (default 1h)", Reason: "too short"})
+	}
 	if c.Server.MaxBodyBytes < 1024 || c.Server.MaxBodyBytes > 1<<30 {
 		add(&FieldError{Field: "server.max_body_bytes", Value: fmt.Sprint(c.Server.MaxBodyBytes), Accepted: "1024 to 1073741824", Reason: "out of range"})
 	}
@@ -91,8 +97,8 @@ func (c *Config) Validate() error {
 	if sb.ReapInterval.D() < 100*time.Millisecond {
 		add(&FieldError{Field: "sandbox.reap_interval", Value: sb.ReapInterval.D().String(), Accepted: "a duration of at least 100ms", Reason: "too short"})
 	}
-	if sb.MemoryMB < 0 || sb.Pids < 0 || sb.CPUs < 0 {
-		add(&FieldError{Field: "sandbox.memory_mb/pids/cpus", Accepted: "0 (no limit) or a positive number", Reason: "negative limit"})
+	for _, le := range c.SandboxLimits().Check() {
+		add(&FieldError{Field: "sandbox." + le.Field, Value: le.Value, Reason: le.Reason})
 	}
 	if sb.MaxFileBytes < 1 {
 		add(&FieldError{Field: "sandbox.max_file_bytes", Value: fmt.Sprint(sb.MaxFileBytes), Accepted: "a positive number of bytes", Reason: "out of range"})

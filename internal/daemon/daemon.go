@@ -19,6 +19,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/api"
 	"github.com/agentkernel/agentkernel/internal/auth"
 	"github.com/agentkernel/agentkernel/internal/blob"
+	"github.com/agentkernel/agentkernel/internal/blob/blobgc"
 	"github.com/agentkernel/agentkernel/internal/blob/fsblob"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
@@ -48,16 +49,35 @@ type Daemon struct {
 
 	httpServer *http.Server
 	listener   net.Listener
+	// lock keeps other daemons off the home until the stores are closed.
+	lock *homeLock
 
 	stopOnce sync.Once
 }
 
-// New opens the store, bootstraps the admin key and builds the server. It
-// does not listen yet.
+// New locks the home, opens the store, bootstraps the admin key, recovers
+// sandboxes and builds the server. It does not listen yet. The home lock
+// comes first: nothing may be opened or recovered while another daemon
+// serves the same home.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, error) {
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("home %s: %w", cfg.Home, err)
 	}
+	lock, err := lockHome(cfg.Home)
+	if err != nil {
+		return nil, err
+	}
+	d, err := build(ctx, cfg, log)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	d.lock = lock
+	return d, nil
+}
+
+// build is New under the home lock.
+func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, error) {
 	st, err := OpenStore(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -78,13 +98,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, err
 		return nil, fmt.Errorf("open blob store %s: %w", cfg.BlobPath(), err)
 	}
 	d.blobs = blobs
-	mgr, closers, err := newSandboxManager(cfg, st, blobs, d.registry, log)
+	gc, err := blobgc.New(blobgc.Config{Blobs: blobs, Refs: st, Grace: cfg.Blob.GCGrace.D(),
+		Interval: cfg.Blob.GCInterval.D(), Log: log.With("component", "blobgc"), Registry: d.registry})
+	if err != nil {
+		d.closeStores()
+		return nil, err
+	}
+	mgr, closers, err := newSandboxManager(cfg, st, blobs, gc, d.registry, log)
 	if err != nil {
 		d.closeStores()
 		return nil, err
 	}
 	d.sandboxes, d.closers = mgr, closers
-	objects, err := newObjectRuntime(cfg, st, mgr, d.registry, log)
+	objects, err := newObjectRuntime(cfg, st, mgr, blobs, d.registry, log)
 	if err != nil {
 		d.closeStores()
 		return nil, err
@@ -94,6 +120,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, err
 		return nil, fmt.Errorf("recover sandboxes: %w", err)
 	}
 	d.AddService(mgr)
+	// After recovery, so the first pass (at start) sees the rows recovery
+	// settled; writers pin their keys, so it may run beside them.
+	d.AddService(gc)
 	d.AddService(objects)
 	d.AddService(session.NewSweeper(st, session.SweeperConfig{Log: log}))
 	managed, events, runner := newManagedAPI(st, log)
@@ -266,6 +295,7 @@ func (d *Daemon) closeStores() {
 	if err := d.blobs.Close(); err != nil {
 		d.log.Warn("blob store close", "err", err)
 	}
+	d.lock.release()
 }
 
 // Server returns the API server, so tests and later capabilities can add

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,6 +31,8 @@ func TestGracefulShutdown(t *testing.T) {
 	cfg := config.Default()
 	cfg.Home = t.TempDir()
 	cfg.Listen = "127.0.0.1:0"
+	// Not the default under $TMPDIR, which would outlive the test.
+	cfg.Sandbox.RunDir = filepath.Join(cfg.Home, "run")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	d, err := daemon.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))

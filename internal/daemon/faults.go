@@ -2,8 +2,14 @@
 
 package daemon
 
-import "github.com/agentkernel/agentkernel/internal/sandbox"
+import (
+	"github.com/agentkernel/agentkernel/internal/blob"
+	"github.com/agentkernel/agentkernel/internal/sandbox"
+)
 
 // sandboxFaults is nil in production builds; crash tests build with
 // -tags failpoints to inject a hang at a chosen point.
 func sandboxFaults(string) *sandbox.Faults { return nil }
+
+// sandboxBlobs is the blob store itself in production builds.
+func sandboxBlobs(_ string, b blob.Store) blob.Store { return b }

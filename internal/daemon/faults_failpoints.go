@@ -3,29 +3,83 @@
 package daemon
 
 import (
+	"context"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/agentkernel/agentkernel/internal/blob"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 )
 
-// sandboxFaults (crash-test builds only): while the file
-// $home/failpoint-snapshot-hang exists, a snapshot hangs after its blob is
-// written and before it is verified, so a test can SIGKILL the daemon there.
+// Sandbox failpoints (crash-test builds only). While $home/failpoint-<name>
+// exists, the daemon reaching <name> writes $home/failpoint-<name>.reached
+// and hangs there, so a test can SIGKILL it at that exact point:
+//
+//   - snapshot-write-hang: a backup blob's first bytes are in its temp file;
+//     the rest is not written.
+//   - snapshot-hang: the backup blob is written, not yet verified, and no
+//     row references it.
+//   - before-stop-hang: the backup row is recorded; the sandbox is not
+//     stopped yet.
 func sandboxFaults(home string) *sandbox.Faults {
-	flag := filepath.Join(home, "failpoint-snapshot-hang")
 	return &sandbox.Faults{
 		BeforeSnapshotVerify: func(id string) error {
-			if _, err := os.Stat(flag); err != nil {
-				return nil
-			}
-			log.Printf("failpoint: snapshot of %s hangs before verify", id)
-			_ = os.WriteFile(flag+".reached", []byte(id), 0o600)
-			for {
-				time.Sleep(time.Hour)
-			}
+			hangIfArmed(home, "snapshot-hang", id)
+			return nil
 		},
+		BeforeStop: func(id string) error {
+			hangIfArmed(home, "before-stop-hang", id)
+			return nil
+		},
+	}
+}
+
+// sandboxBlobs wraps the sandbox manager's blob store for the
+// snapshot-write-hang failpoint.
+func sandboxBlobs(home string, b blob.Store) blob.Store { return hangingBlobs{Store: b, home: home} }
+
+type hangingBlobs struct {
+	blob.Store
+	home string
+}
+
+func (h hangingBlobs) Put(ctx context.Context, key string, r io.Reader) (blob.Info, error) {
+	if strings.HasPrefix(key, "backups/") {
+		r = &hangAfterFirstRead{r: r, home: h.home, key: key}
+	}
+	return h.Store.Put(ctx, key, r)
+}
+
+// hangAfterFirstRead passes the first Read through (the blob store writes
+// it to its temp file) and hangs in the second one when the failpoint is
+// armed.
+type hangAfterFirstRead struct {
+	r        io.Reader
+	home     string
+	key      string
+	readOnce bool
+}
+
+func (h *hangAfterFirstRead) Read(p []byte) (int, error) {
+	if h.readOnce {
+		hangIfArmed(h.home, "snapshot-write-hang", h.key)
+	}
+	h.readOnce = true
+	return h.r.Read(p)
+}
+
+func hangIfArmed(home, name, what string) {
+	flag := filepath.Join(home, "failpoint-"+name)
+	if _, err := os.Stat(flag); err != nil {
+		return
+	}
+	log.Printf("failpoint %s reached (%s): hanging here", name, what)
+	_ = os.WriteFile(flag+".reached", []byte(what), 0o600)
+	for {
+		time.Sleep(time.Hour)
 	}
 }

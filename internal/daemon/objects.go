@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"log/slog"
+	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentkernel/agentkernel/internal/blob"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/object"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
@@ -12,15 +14,23 @@ import (
 )
 
 // newObjectRuntime builds the durable object runtime on the sandbox
-// manager: [[objects]] classes, [durable_objects] limits. It registers its
-// sandbox hooks, so it must exist before the first object sandbox wakes.
-func newObjectRuntime(cfg config.Config, st store.Store, mgr *sandbox.Manager, reg prometheus.Registerer, log *slog.Logger) (*object.Runtime, error) {
+// manager: [[objects]] classes, [durable_objects] limits, tenants' bundles
+// in the blob store, unpacked under $home/bundles (private to the daemon:
+// no sandbox mounts anything of the home but its own workspace). It
+// registers its sandbox hooks, so it must exist before the first object
+// sandbox wakes.
+func newObjectRuntime(cfg config.Config, st store.Store, mgr *sandbox.Manager, blobs blob.Store, reg prometheus.Registerer, log *slog.Logger) (*object.Runtime, error) {
 	return object.New(object.Config{
 		Store:     st,
 		Sandboxes: mgr,
 		Classes:   cfg.Objects,
 		Limits:    cfg.DurableObjects,
-		Log:       log.With("component", "objects"),
-		Registry:  reg,
+		// No app_dir may show these at /app.
+		PrivatePaths: []string{cfg.Home, cfg.StatePath(), cfg.BlobPath(), cfg.SandboxRunDir(), cfg.SandboxDataDir()},
+		Blobs:        blobs,
+		BundleDir:    filepath.Join(cfg.Home, "bundles"),
+		Log:          log.With("component", "objects"),
+		Registry:     reg,
+		Failpoint:    failpointHook(cfg.Home, log),
 	})
 }

@@ -20,7 +20,7 @@ import (
 // that cannot run here (no bwrap, no dockerd) are still registered: using
 // them answers 503 sandbox_unavailable with the reason, instead of the
 // daemon refusing to start.
-func newSandboxManager(cfg config.Config, st store.Store, blobs blob.Store, reg prometheus.Registerer, log *slog.Logger) (*sandbox.Manager, []func() error, error) {
+func newSandboxManager(cfg config.Config, st store.Store, blobs blob.Store, pins blob.Pinner, reg prometheus.Registerer, log *slog.Logger) (*sandbox.Manager, []func() error, error) {
 	guestBin := cfg.Sandbox.GuestBinary
 	if guestBin == "" {
 		exe, err := os.Executable()
@@ -47,12 +47,13 @@ func newSandboxManager(cfg config.Config, st store.Store, blobs blob.Store, reg 
 	drivers := map[string]sandbox.Driver{process.Name: proc, docker.Name: dock}
 	m, err := sandbox.NewManager(sandbox.ManagerConfig{
 		Store:             st,
-		Blobs:             blobs,
+		Blobs:             sandboxBlobs(cfg.Home, blobs),
+		BlobPins:          pins,
 		Drivers:           drivers,
 		DefaultDriver:     cfg.Sandbox.Driver,
 		DefaultImages:     map[string]string{process.Name: cfg.Sandbox.Image},
 		DefaultNetwork:    cfg.Sandbox.Network,
-		DefaultLimits:     sandbox.Limits{MemoryMB: cfg.Sandbox.MemoryMB, Pids: cfg.Sandbox.Pids, CPUs: cfg.Sandbox.CPUs},
+		Limits:            cfg.SandboxLimits(),
 		GuestBinary:       guestBin,
 		DataDir:           cfg.SandboxDataDir(),
 		RunDir:            cfg.SandboxRunDir(),

@@ -37,7 +37,7 @@ func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventL
 		// The boot id changes with every start, so a run row names the
 		// process that owns the turn, not just the machine.
 		Owner:     host + "/" + ids.New("boot"),
-		Failpoint: sessionFailpoint(cfg.Home, log),
+		Failpoint: failpointHook(cfg.Home, log),
 		Log:       log,
 	}
 	if mgr != nil {

@@ -4,6 +4,6 @@ package daemon
 
 import "log/slog"
 
-// sessionFailpoint is nil in production builds; crash tests build with
-// -tags failpoints to hang a turn at a chosen point.
-func sessionFailpoint(string, *slog.Logger) func(string) { return nil }
+// failpointHook is nil in production builds; crash tests build with
+// -tags failpoints to hang a turn, or an alarm delivery, at a chosen point.
+func failpointHook(string, *slog.Logger) func(string) { return nil }

@@ -9,17 +9,18 @@ import (
 	"time"
 )
 
-// sessionFailpoint (crash-test builds only): while the file
+// failpointHook (crash-test builds only): while the file
 // $home/failpoint-<name> exists, a turn that reaches the session failpoint
-// <name> (session.Failpoints) writes $home/failpoint-<name>.reached and
+// <name> (session.Failpoints), or an alarm delivery that reaches the object
+// failpoint <name> (object.Fail*), writes $home/failpoint-<name>.reached and
 // hangs, so a test can SIGKILL the daemon exactly there.
-func sessionFailpoint(home string, log *slog.Logger) func(string) {
+func failpointHook(home string, log *slog.Logger) func(string) {
 	return func(name string) {
 		flag := filepath.Join(home, "failpoint-"+name)
 		if _, err := os.Stat(flag); err != nil {
 			return
 		}
-		log.Warn("failpoint reached; the turn hangs here", "failpoint", name)
+		log.Warn("failpoint reached; hanging here", "failpoint", name)
 		_ = os.WriteFile(flag+".reached", []byte(name), 0o600)
 		for {
 			time.Sleep(time.Hour)

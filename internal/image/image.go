@@ -19,6 +19,8 @@ import (
 	"sort"
 	"syscall"
 	"time"
+
+	"github.com/agentkernel/agentkernel/internal/safetar"
 )
 
 // Sentinel errors, wrapped with the image name.
@@ -28,7 +30,7 @@ var (
 	ErrNotFound    = errors.New("image not found")
 	// ErrUnsafeEntry: the tarball has an entry that would land outside the
 	// image (absolute path, "..") or cannot be extracted safely.
-	ErrUnsafeEntry = errors.New("unsafe tar entry")
+	ErrUnsafeEntry = safetar.ErrUnsafeEntry
 )
 
 // Info describes an image.

@@ -1,9 +1,6 @@
 package image
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -12,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/klauspost/compress/zstd"
 )
 
 // Import extracts a root filesystem tarball (plain tar, gzip or zstd,
@@ -98,38 +93,4 @@ func swapIn(tmp, dst, name string, force bool) error {
 		return removeTree(old)
 	}
 	return nil
-}
-
-// Magic numbers of the compressions Import reads or names.
-var (
-	magicGzip = []byte{0x1f, 0x8b}
-	magicZstd = []byte{0x28, 0xb5, 0x2f, 0xfd}
-	magicXz   = []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}
-	magicBz2  = []byte("BZh")
-)
-
-// decompress sniffs r's first bytes and returns the tar stream.
-func decompress(r io.Reader) (io.Reader, func(), error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	head, err := br.Peek(6)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, nil, err
-	}
-	switch {
-	case bytes.HasPrefix(head, magicGzip):
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, nil, fmt.Errorf("gzip: %w", err)
-		}
-		return zr, func() { zr.Close() }, nil
-	case bytes.HasPrefix(head, magicZstd):
-		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			return nil, nil, fmt.Errorf("zstd: %w", err)
-		}
-		return zr, zr.Close, nil
-	case bytes.HasPrefix(head, magicXz), bytes.HasPrefix(head, magicBz2):
-		return nil, nil, errors.New("xz and bzip2 tarballs are not supported: decompress it first (unxz / bunzip2) or recompress with gzip or zstd")
-	}
-	return br, func() {}, nil
 }

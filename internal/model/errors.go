@@ -35,3 +35,30 @@ func ErrorKind(err error) string {
 	}
 	return "model_request_failed_error"
 }
+
+// NoAPIKeyError is a hosted model's route with no credential: the daemon
+// does not fall back to anything the operator did not set (the SDK's own
+// credential chain would end in advice to run `ant auth login`, which is
+// no help to a daemon). It is an ErrNoProvider.
+type NoAPIKeyError struct {
+	Provider string // "Anthropic"
+	EnvVar   string // ANTHROPIC_API_KEY
+	// Pattern is the [models."…"] entry that serves the model.
+	Pattern string
+	// KeyEnv is the route's api_key_env, when it names a variable that is
+	// not set.
+	KeyEnv string
+}
+
+func (e *NoAPIKeyError) Error() string {
+	if e.KeyEnv != "" {
+		return fmt.Sprintf("no %s API key: [models.%q] api_key_env names %s, which is not set in the daemon's environment; set it (or %s, or api_key) and restart the daemon",
+			e.Provider, e.Pattern, e.KeyEnv, e.EnvVar)
+	}
+	return fmt.Sprintf("no %s API key: set %s in the daemon's environment, or api_key (or api_key_env) under [models.%q] in agentkernel.toml, and restart the daemon",
+		e.Provider, e.EnvVar, e.Pattern)
+}
+
+// Is makes a missing key an ErrNoProvider: the model cannot be served as
+// configured.
+func (e *NoAPIKeyError) Is(target error) bool { return target == ErrNoProvider }

@@ -154,8 +154,12 @@ func (r *Registry) build(rt Route) (Provider, error) {
 	}
 	switch rt.Provider {
 	case ProviderAnthropic:
+		key = firstNonEmpty(key, r.env["ANTHROPIC_API_KEY"])
+		if key == "" && r.env["ANTHROPIC_AUTH_TOKEN"] == "" {
+			return nil, &NoAPIKeyError{Provider: "Anthropic", EnvVar: "ANTHROPIC_API_KEY", Pattern: rt.Pattern, KeyEnv: rt.APIKeyEnv}
+		}
 		return NewAnthropic(AnthropicConfig{
-			APIKey: firstNonEmpty(key, r.env["ANTHROPIC_API_KEY"]), AuthToken: r.env["ANTHROPIC_AUTH_TOKEN"],
+			APIKey: key, AuthToken: r.env["ANTHROPIC_AUTH_TOKEN"],
 			BaseURL: firstNonEmpty(rt.BaseURL, r.env["ANTHROPIC_BASE_URL"]), HTTPClient: r.cfg.HTTPClient,
 		}), nil
 	case ProviderOpenAI:

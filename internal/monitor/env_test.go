@@ -22,9 +22,10 @@ import (
 	"github.com/agentkernel/agentkernel/internal/sandbox/sandboxtest"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/store/sqlite"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testenv.Main(m)) }
 
 var (
 	binOnce            sync.Once
@@ -36,7 +37,7 @@ var (
 func binaries(t testing.TB) (string, string) {
 	t.Helper()
 	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "akmon")
+		dir, err := testenv.ProcessTempDir("akmon")
 		if err != nil {
 			binErr = err
 			return

@@ -43,7 +43,7 @@ func (s *Service) launch(ctx context.Context, t *store.Task) {
 	_ = json.Unmarshal(t.SandboxSpec, &spec)
 	in, err := s.sbx.Create(ctx, sandbox.CreateParams{
 		TenantID: t.TenantID, Driver: spec.Driver, Image: spec.Image, Network: spec.Network,
-		Limits:   sandbox.Limits{MemoryMB: spec.Limits.MemoryMB, Pids: spec.Limits.Pids, CPUs: spec.Limits.CPUs},
+		Limits:   sandbox.Limits{MemoryMB: spec.Limits.MemoryMB, Pids: spec.Limits.Pids, CPUs: spec.Limits.CPUs}.Request(),
 		Metadata: map[string]string{"task": t.ID, "ticket": t.TicketID},
 		// The monitor decides when a task's sandbox stops, transcript first;
 		// the sandbox layer's own idle hibernation is only a safety net

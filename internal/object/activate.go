@@ -103,10 +103,17 @@ func (r *Runtime) wake(ctx context.Context, a *actor, cls *Class) error {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, sandbox.ErrDestroyed):
 		// The sandbox was removed behind our back: the storage is in the
 		// store, so a new sandbox serves as well.
+		r.releaseApp(ctx, a.key.TenantID, sbID)
 		if sbID, err = r.newSandbox(ctx, a, cls); err != nil {
 			return err
 		}
 	case err != nil:
+		if ctx.Err() == nil {
+			// Nothing half-started stays behind (as with a failed create):
+			// the next wake starts a new sandbox with the class's app as it
+			// is then — a bundle fixed by a new upload, say.
+			r.destroySandbox(ctx, a.key.TenantID, sbID)
+		}
 		return r.sandboxErr(a, err)
 	case a.warms.Load() == warms:
 		// The sandbox was still running (the daemon died between persisting
@@ -154,9 +161,12 @@ func (r *Runtime) newSandbox(ctx context.Context, a *actor, cls *Class) (string,
 }
 
 func (r *Runtime) destroySandbox(ctx context.Context, tenantID, id string) {
-	if _, err := r.sbx.Destroy(context.WithoutCancel(ctx), tenantID, id); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := r.sbx.Destroy(ctx, tenantID, id); err != nil {
 		r.log.WarnContext(ctx, "object: destroy sandbox", "sandbox", id, "err", err)
+		return
 	}
+	r.releaseApp(ctx, tenantID, id)
 }
 
 // sandboxErr maps a failure to reach the object's sandbox to 503 (keeping

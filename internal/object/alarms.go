@@ -154,6 +154,7 @@ func (r *Runtime) fire(ctx context.Context, al *store.Alarm) {
 			return // shutting down: the alarm stays due and fires after restart
 		}
 		if err == nil {
+			r.failpoint(FailAfterAlarmDelivery)
 			if merr := r.st.MarkAlarmFired(ctx, al.ID, ""); merr != nil && !errors.Is(merr, store.ErrNotFound) {
 				r.log.WarnContext(ctx, "object: mark alarm fired", "alarm", al.ID, "err", merr)
 			}
@@ -185,6 +186,17 @@ func (r *Runtime) fire(ctx context.Context, al *store.Alarm) {
 			return
 		case <-r.clock.After(AlarmRetryDelays[attempt-1]):
 		}
+	}
+}
+
+// FailAfterAlarmDelivery is the failpoint between an alarm's delivery (the
+// object answered the call) and its fired mark: a daemon killed there must
+// deliver the alarm again after restart (at least once).
+const FailAfterAlarmDelivery = "after-alarm-delivery"
+
+func (r *Runtime) failpoint(name string) {
+	if r.cfg.Failpoint != nil {
+		r.cfg.Failpoint(name)
 	}
 }
 

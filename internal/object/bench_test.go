@@ -38,6 +38,7 @@ func benchDaemon(b *testing.B, mut func(*config.Config)) (*daemontest.Daemon, *a
 			{Class: "counter", InitCommand: []string{"/app/counter"}, AppDir: app},
 			{Class: "wcounter", InitCommand: []string{"/app/counter"}, AppDir: app, StorageMode: "write-through"},
 		}
+		c.DurableObjects.AppRoots = []string{app}
 		if mut != nil {
 			mut(c)
 		}

@@ -99,7 +99,11 @@ func (r *Runtime) callHeld(ctx context.Context, a *actor, cls *Class, p CallPara
 			// so start the server again (from the persisted storage) and
 			// deliver the call once more.
 			r.log.WarnContext(ctx, "object server not listening; restarting it", "object", subject(a.key))
-			if err := r.startServer(cctx, c, cls, a.key, p.TenantID); err != nil {
+			app, err := r.hasApp(cctx, cls, a.key, sbID)
+			if err == nil {
+				err = r.startServer(cctx, c, cls, a.key, p.TenantID, app)
+			}
+			if err != nil {
 				return unavailableErr(err, "restart the server of %s", subject(a.key))
 			}
 			ans, err = invoke(cctx, hc, cls, a.key, p.Method, p.Args, p.Alarm)

@@ -31,8 +31,10 @@ type Class struct {
 	InitCommand    []string
 	MaxConcurrency int
 	StorageMode    string
-	AppDir         string
-	Env            map[string]string
+	// AppDir is the host directory of an [[objects]] class, as configured
+	// (resolved and checked at start and again at every mount).
+	AppDir string
+	Env    map[string]string
 	// FromConfig marks a class of agentkernel.toml (every tenant has it;
 	// the API cannot change it).
 	FromConfig bool
@@ -138,9 +140,47 @@ func (r *Runtime) Class(ctx context.Context, tenantID, name string) (*Class, err
 	return c, nil
 }
 
+// loadConfigClasses validates the [[objects]] classes and resolves their
+// app_dir against the allowed roots: the daemon does not start with one
+// that breaks the rules.
+func (r *Runtime) loadConfigClasses(defs []ClassDef) error {
+	for i, d := range defs {
+		if err := ValidateClass(d); err != nil {
+			return fmt.Errorf("objects[%d]: %w", i, err)
+		}
+		c := classFromDef(d, true)
+		if d.AppDir != "" {
+			if r.appRoots == nil {
+				roots, err := newAppRoots(r.lim.AppRoots, r.cfg.PrivatePaths)
+				if err != nil {
+					return err
+				}
+				r.appRoots = roots
+			}
+			if _, err := r.appRoots.resolve(fmt.Sprintf("objects[%d].app_dir", i), d.AppDir); err != nil {
+				return err
+			}
+		}
+		r.configClasses[d.Class] = c
+	}
+	return nil
+}
+
+// errAppDirFromAPI refuses a host path from an API key, admin or not: an
+// API key is a network credential, and which host directories objects may
+// see is decided by whoever runs the daemon, in agentkernel.toml.
+func errAppDirFromAPI(class string) error {
+	return &FieldError{"app_dir", fmt.Sprintf("a host directory cannot be set through the API; upload the app as a bundle instead: "+
+		"PUT /v1/objects/definitions/%s/bundle with a tar or tar.gz of it (agentkernel object bundle push %s DIR). "+
+		"Host directories are set by the operator in agentkernel.toml [[objects]], under [durable_objects] app_roots", class, class)}
+}
+
 // DefineClass creates or replaces a tenant's class. Objects already running
-// keep their sandbox until they hibernate.
+// keep their sandbox until they hibernate; the class's bundle stays.
 func (r *Runtime) DefineClass(ctx context.Context, tenantID string, d ClassDef) (*Class, error) {
+	if d.AppDir != "" {
+		return nil, errAppDirFromAPI(d.Class)
+	}
 	if err := ValidateClass(d); err != nil {
 		return nil, err
 	}
@@ -180,8 +220,10 @@ func (r *Runtime) Classes(ctx context.Context, tenantID string) ([]*Class, error
 	return out, nil
 }
 
-// DeleteClass removes a tenant's class. Its objects stay (and can be read
-// and deleted) but cannot be called until the class is defined again.
+// DeleteClass removes a tenant's class and its bundle. Its objects stay
+// (and can be read and deleted) but cannot be called until the class is
+// defined again; running ones keep the bundle they mounted until they
+// hibernate.
 func (r *Runtime) DeleteClass(ctx context.Context, tenantID, name string) error {
 	if _, ok := r.configClasses[name]; ok {
 		return fmt.Errorf("%w: class %q is declared in agentkernel.toml; remove it there", ErrClassConflict, name)
@@ -193,5 +235,11 @@ func (r *Runtime) DeleteClass(ctx context.Context, tenantID, name string) error 
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("%w %q", ErrUnknownClass, name)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	if r.bundles != nil {
+		return r.bundles.remove(ctx, tenantID, name)
+	}
+	return nil
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel"
+	"github.com/agentkernel/agentkernel/internal/object"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 var (
@@ -25,17 +27,17 @@ var (
 )
 
 // agentkernelBinary builds cmd/agentkernel statically once (it is also
-// the guest injected into sandboxes).
+// the guest injected into sandboxes), with the crash-test failpoints.
 func agentkernelBinary(t *testing.T) string {
 	t.Helper()
 	serveOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "akbin")
+		dir, err := testenv.ProcessTempDir("akbin")
 		if err != nil {
 			serveErr = err
 			return
 		}
 		serveBin = filepath.Join(dir, "agentkernel")
-		cmd := exec.Command("go", "build", "-o", serveBin, "github.com/agentkernel/agentkernel/cmd/agentkernel")
+		cmd := exec.Command("go", "build", "-tags", "failpoints", "-o", serveBin, "github.com/agentkernel/agentkernel/cmd/agentkernel")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			serveErr = fmt.Errorf("build agentkernel: %v\n%s", err, b)
@@ -77,6 +79,7 @@ guest_binary = %q
 
 [durable_objects]
 alarm_poll_interval = "100ms"
+app_roots = [%q]
 
 [[objects]]
 class = "counter"
@@ -88,12 +91,16 @@ class = "wcounter"
 init_command = ["/app/counter"]
 app_dir = %q
 storage_mode = "write-through"
-`, run, bin, app, app)
+`, run, bin, app, app, app)
 	if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	e := &serveEnv{bin: bin, home: home, config: cfg}
+	// Sandboxes outlive a SIGKILLed daemon by design: a daemon running (or
+	// started again) on the home deletes the objects and destroys every
+	// sandbox left.
 	t.Cleanup(func() {
+		defer os.RemoveAll(run)
 		if e.cur == nil {
 			e.start(t)
 		}
@@ -102,9 +109,14 @@ storage_mode = "write-through"
 		for _, o := range objs {
 			_ = e.cur.client.Objects.Delete(ctx, o.Class, o.ID)
 		}
+		key, err := os.ReadFile(filepath.Join(e.home, "admin.key"))
+		if err != nil {
+			t.Error(err)
+		} else {
+			testenv.DestroySandboxes(t, e.cur.url, strings.TrimSpace(string(key)))
+		}
 		_ = e.cur.cmd.Process.Signal(syscall.SIGTERM)
 		_ = e.cur.cmd.Wait()
-		os.RemoveAll(run)
 	})
 	return e
 }
@@ -184,21 +196,29 @@ func TestSIGKILLLosesNoAcknowledgedWriteThroughIncrement(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The kill lands while every object has increments in flight: each
+	// caller reports its third acknowledgement and keeps calling.
 	var wg sync.WaitGroup
+	warm := make(chan struct{}, objects)
 	for i := range objects {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
+			for n := 1; ; n++ {
 				r, err := s.client.Objects.Call(ctx, "wcounter", fmt.Sprint("k", i), agentkernel.ObjectCall{Method: "increment"})
 				if err != nil {
 					return // the daemon died
 				}
 				acked[i] = sdkValue(r)
+				if n == 3 {
+					warm <- struct{}{}
+				}
 			}
 		}()
 	}
-	time.Sleep(700 * time.Millisecond)
+	for range objects {
+		<-warm
+	}
 	e.kill(t)
 	wg.Wait()
 	s = e.start(t)
@@ -221,25 +241,45 @@ func TestSIGKILLLosesNoAcknowledgedWriteThroughIncrement(t *testing.T) {
 	}
 }
 
-// An alarm being delivered when the daemon is SIGKILLed is not marked
-// fired, so it fires again after the restart: at least once.
+// TestAlarmFiresAtLeastOnceAcrossSIGKILL: the daemon is SIGKILLed after
+// the object answered an alarm's call and before the alarm was marked
+// fired. After the restart the alarm is delivered a second time and ends
+// fired: at least once. The object counts deliveries in write-through
+// storage (each increment is stored before the object's answer is
+// accepted), so an at-most-once delivery leaves the count at 1 and fails.
 func TestAlarmFiresAtLeastOnceAcrossSIGKILL(t *testing.T) {
 	e := newServeEnv(t)
 	s := e.start(t)
 	ctx := context.Background()
-	if _, err := s.client.Objects.Call(ctx, "counter", "al", agentkernel.ObjectCall{Method: "get"}); err != nil {
+	if _, err := s.client.Objects.Call(ctx, "wcounter", "al", agentkernel.ObjectCall{Method: "get"}); err != nil {
 		t.Fatal(err)
 	}
-	al, err := s.client.Objects.SetAlarm(ctx, "counter", "al", agentkernel.AlarmParams{Method: "slow", Args: map[string]any{"ms": 1500}, FireAt: time.Now()})
+	flag := filepath.Join(e.home, "failpoint-"+object.FailAfterAlarmDelivery)
+	if err := os.WriteFile(flag, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	al, err := s.client.Objects.SetAlarm(ctx, "wcounter", "al", agentkernel.AlarmParams{Method: "increment", FireAt: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond) // the poller (every 100ms) is inside the 1.5 s call
-	e.kill(t)
-	s = e.start(t)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
-		alarms, err := s.client.Objects.ListAlarms(ctx, "counter", "al")
+		if _, err := os.Stat(flag + ".reached"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the alarm was never delivered up to its fired mark\n%s", s.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.kill(t) // delivered once, not marked fired
+	os.Remove(flag)
+	os.Remove(flag + ".reached")
+
+	s = e.start(t)
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		alarms, err := s.client.Objects.ListAlarms(ctx, "wcounter", "al")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,11 +289,13 @@ func TestAlarmFiresAtLeastOnceAcrossSIGKILL(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("alarm not fired after restart: %+v\n%s", alarms, s.stderr.String())
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
-	r, err := s.client.Objects.Call(ctx, "counter", "al", agentkernel.ObjectCall{Method: "get"})
-	if err != nil || sdkValue(r) < 1 {
-		t.Fatalf("count after the alarm: %s %v", r, err)
+	info, err := s.client.Objects.Get(ctx, "wcounter", "al")
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("the alarm ran %d time(s) across the SIGKILL", sdkValue(r))
+	if got := string(info.Storage["count"]); got != "2" {
+		t.Fatalf("the object counted %s deliveries; want 2: the one the SIGKILL cut off before the fired mark, and the redelivery after restart", got)
+	}
 }

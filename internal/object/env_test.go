@@ -22,9 +22,10 @@ import (
 	"github.com/agentkernel/agentkernel/internal/sandbox/process"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/store/sqlite"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testenv.Main(m)) }
 
 var (
 	buildOnce sync.Once
@@ -38,7 +39,7 @@ var (
 func builds(t testing.TB) (guest, app string) {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "akobj")
+		dir, err := testenv.ProcessTempDir("akobj")
 		if err != nil {
 			buildErr = err
 			return
@@ -120,8 +121,10 @@ func newEnv(t *testing.T, opts ...envOpt) *env {
 		t.Fatal(err)
 	}
 	e.m = m
+	lim := config.DefaultDurableObjects()
+	lim.AppRoots = []string{app}
 	cfg := object.Config{
-		Store: st, Sandboxes: m, Classes: counterClasses(app), Limits: config.DefaultDurableObjects(),
+		Store: st, Sandboxes: m, Classes: counterClasses(app), Limits: lim,
 		Clock: e.clock, Registry: e.reg, Swept: e.swept, AlarmDone: e.alarms,
 	}
 	for _, o := range opts {

@@ -19,7 +19,24 @@ var (
 	ErrClassConflict = errors.New("object class is defined in configuration")
 	// ErrStopped: the runtime is shutting down.
 	ErrStopped = errors.New("object runtime stopped")
+	// ErrNoBundle: the class has no bundle (404).
+	ErrNoBundle = errors.New("no bundle")
 )
+
+// BundleError is an uploaded bundle the runtime refused (400): not a
+// readable archive, an entry that is unsafe or of a kind not accepted, or
+// no files at all. Nothing of it was stored.
+type BundleError struct {
+	Class  string
+	Reason string
+	Err    error
+}
+
+func (e *BundleError) Error() string {
+	return fmt.Sprintf("bundle for class %q refused, nothing was stored: %s", e.Class, e.Reason)
+}
+
+func (e *BundleError) Unwrap() error { return e.Err }
 
 // FieldError is bad input, naming the field (400).
 type FieldError struct {

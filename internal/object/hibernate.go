@@ -119,6 +119,9 @@ func (r *Runtime) hibernateHeld(ctx context.Context, a *actor, reason string) er
 	a.sizes = nil
 	if _, err := r.sbx.Hibernate(context.WithoutCancel(ctx), a.key.TenantID, a.sandboxID); err != nil {
 		r.log.WarnContext(ctx, "object hibernated but its sandbox did not stop", "object", subject(a.key), "sandbox", a.sandboxID, "err", err)
+	} else {
+		// Stopped: the bundle it mounted may go if nothing else needs it.
+		r.releaseApp(context.WithoutCancel(ctx), a.key.TenantID, a.sandboxID)
 	}
 	r.metrics.hibernations.WithLabelValues(a.key.Class).Inc()
 	r.audit(ctx, a.key, "ObjectHibernated", map[string]any{"reason": reason, "storage_keys": len(st), "duration_ms": time.Since(start).Milliseconds()})

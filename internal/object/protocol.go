@@ -210,9 +210,10 @@ func restoreStorage(ctx context.Context, hc *http.Client, st map[string]json.Raw
 	return nil
 }
 
-// startServer starts the class's init_command in the sandbox, waits for
-// GET /__health and injects the persisted storage.
-func (r *Runtime) startServer(ctx context.Context, c *guest.Client, cls *Class, key store.ObjectKey, tenantID string) error {
+// startServer starts the class's init_command in the sandbox (in /app when
+// app says the class's app is there), waits for GET /__health and injects
+// the persisted storage.
+func (r *Runtime) startServer(ctx context.Context, c *guest.Client, cls *Class, key store.ObjectKey, tenantID string, app bool) error {
 	env := map[string]string{
 		"AGENTKERNEL_OBJECT_CLASS":  key.Class,
 		"AGENTKERNEL_OBJECT_ID":     key.ID,
@@ -224,7 +225,7 @@ func (r *Runtime) startServer(ctx context.Context, c *guest.Client, cls *Class, 
 		env[k] = v
 	}
 	req := guest.ExecRequest{Argv: cls.InitCommand, Env: env}
-	if cls.AppDir != "" {
+	if app {
 		req.Cwd = sandbox.AppPath
 	}
 	p, err := c.StartProcess(ctx, req)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentkernel/agentkernel/internal/blob"
 	"github.com/agentkernel/agentkernel/internal/clock"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
@@ -31,7 +32,16 @@ type Config struct {
 	// tenant.
 	Classes []config.ObjectClassConfig
 	// Limits are [durable_objects]; zero fields take seed 002's values.
+	// Its AppRoots bound the classes' app_dir.
 	Limits config.DurableObjectsConfig
+	// PrivatePaths are the daemon's own files and directories (home, state,
+	// blobs, run dir): no app_dir may overlap them.
+	PrivatePaths []string
+	// Blobs stores the tenants' bundles and BundleDir, a daemon-private
+	// directory no sandbox can write, holds them unpacked. Without them
+	// bundles cannot be uploaded.
+	Blobs     blob.Store
+	BundleDir string
 
 	Clock    clock.Clock
 	Log      *slog.Logger
@@ -42,6 +52,9 @@ type Config struct {
 	Swept chan<- SweepReport
 	// AlarmDone receives a report after every alarm attempt.
 	AlarmDone chan<- AlarmReport
+	// Failpoint, when set, is called at the named points of alarm delivery
+	// (crash tests hang the daemon there to SIGKILL it).
+	Failpoint func(name string)
 }
 
 // Runtime runs durable objects.
@@ -55,8 +68,13 @@ type Runtime struct {
 	metrics *metrics
 
 	configClasses map[string]*Class
-	classMu       sync.RWMutex
-	classCache    map[classKey]*Class
+	appRoots      *appRoots
+	bundles       *bundleStore
+	// appMounts holds, per sandbox started on this node, what its /app
+	// came from (see hooks).
+	appMounts  sync.Map
+	classMu    sync.RWMutex
+	classCache map[classKey]*Class
 
 	mu     sync.Mutex
 	actors map[store.ObjectKey]*actor
@@ -98,11 +116,17 @@ func New(cfg Config) (*Runtime, error) {
 		classCache:    map[classKey]*Class{},
 		actors:        map[store.ObjectKey]*actor{},
 	}
-	for _, d := range cfg.Classes {
-		if err := ValidateClass(d); err != nil {
+	if err := r.loadConfigClasses(cfg.Classes); err != nil {
+		return nil, err
+	}
+	if cfg.Blobs != nil && cfg.BundleDir != "" {
+		b, err := newBundleStore(cfg.Blobs, cfg.BundleDir, bundleLimits{
+			bytes: cfg.Limits.MaxBundleBytes, unpackedBytes: cfg.Limits.MaxBundleUnpackedBytes, files: cfg.Limits.MaxBundleFiles,
+		}, cfg.Log)
+		if err != nil {
 			return nil, err
 		}
-		r.configClasses[d.Class] = classFromDef(d, true)
+		r.bundles = b
 	}
 	r.commits = newCommitter(cfg.Store, cfg.Log)
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -139,6 +163,15 @@ func withDefaults(l config.DurableObjectsConfig) config.DurableObjectsConfig {
 	if l.DumpTimeout <= 0 {
 		l.DumpTimeout = d.DumpTimeout
 	}
+	if l.MaxBundleBytes <= 0 {
+		l.MaxBundleBytes = d.MaxBundleBytes
+	}
+	if l.MaxBundleUnpackedBytes <= 0 {
+		l.MaxBundleUnpackedBytes = d.MaxBundleUnpackedBytes
+	}
+	if l.MaxBundleFiles <= 0 {
+		l.MaxBundleFiles = d.MaxBundleFiles
+	}
 	return l
 }
 
@@ -154,6 +187,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 	if err := r.loadActive(ctx); err != nil {
 		return err
 	}
+	r.tidyBundles(ctx)
 	r.commits.start()
 	r.loops = []*loop{
 		startLoop(r.clock, r.lim.IdleCheckInterval.D(), false, r.idlePass),

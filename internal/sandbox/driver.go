@@ -36,7 +36,8 @@ const (
 	NetworkHost = "host"
 )
 
-// Limits are resource limits; zero means "no limit".
+// Limits are resource limits. The manager gives every sandbox all three
+// (see LimitPolicy); at the driver, zero means "no limit".
 type Limits struct {
 	MemoryMB int64   `json:"memory_mb,omitempty"`
 	Pids     int64   `json:"pids,omitempty"`
@@ -88,7 +89,10 @@ type Status struct {
 	// LimitsApplied says how limits were enforced: "cgroup", "rlimit",
 	// "docker" or "none".
 	LimitsApplied string
-	Detail        map[string]string
+	// Enforcement says, per limit field (LimitMemoryMB, LimitPids,
+	// LimitCPUs), the value in force and the mechanism, or why not.
+	Enforcement map[string]Enforcement
+	Detail      map[string]string
 }
 
 // Driver is the required interface.

@@ -141,6 +141,11 @@ func (m *Manager) snapshot(ctx context.Context, sb *store.Sandbox) (*store.Backu
 	start := m.clock.Now()
 	backupID := ids.New("bkp")
 	key := fmt.Sprintf("backups/%s/%s/%s.tar.zst", sb.TenantID, sb.ID, backupID)
+	// Until the backup row is committed nothing references the blob: the
+	// pin keeps the GC from collecting it meanwhile.
+	if m.cfg.BlobPins != nil {
+		defer m.cfg.BlobPins.Pin(key)()
+	}
 	pr, pw := io.Pipe()
 	var wst snapshot.Stats
 	werr := make(chan error, 1)
@@ -223,7 +228,7 @@ func (m *Manager) Destroy(ctx context.Context, tenantID, id string) (*Info, erro
 		return nil, err
 	}
 	if Derive(sb) == StateDestroyed {
-		return info(sb), nil
+		return m.info(sb), nil
 	}
 	if _, err := os.Stat(m.workspaceDir(id)); err == nil {
 		if _, err := m.snapshot(ctx, sb); err != nil {
@@ -255,7 +260,7 @@ func (m *Manager) Destroy(ctx context.Context, tenantID, id string) (*Info, erro
 	delete(m.entries, id)
 	m.mu.Unlock()
 	m.log.InfoContext(ctx, "sandbox destroyed", "sandbox", id)
-	return info(sb), nil
+	return m.info(sb), nil
 }
 
 func (m *Manager) faults() *Faults { return m.cfg.Faults }

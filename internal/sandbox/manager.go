@@ -59,8 +59,9 @@ type ManagerConfig struct {
 	DefaultImages map[string]string
 	// DefaultNetwork is "none" unless configured.
 	DefaultNetwork string
-	// DefaultLimits apply field by field where a sandbox asks for none.
-	DefaultLimits Limits
+	// Limits are the operator's default and maximum limits; the zero value
+	// is DefaultLimitPolicy.
+	Limits LimitPolicy
 	// GuestBinary is the static guest binary injected into every sandbox.
 	GuestBinary string
 	// DataDir holds each sandbox's host workspace: DataDir/<id>/workspace.
@@ -81,6 +82,9 @@ type ManagerConfig struct {
 	Clock    clock.Clock
 	Log      *slog.Logger
 	Registry prometheus.Registerer
+	// BlobPins keeps the blob GC off a backup's blob from before it is
+	// written until its row is recorded (nil when no GC runs).
+	BlobPins blob.Pinner
 	// Reaped, when set, receives a report of every reaper pass (a test
 	// signal).
 	Reaped chan<- ReapReport
@@ -173,6 +177,12 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
+	if cfg.Limits == (LimitPolicy{}) {
+		cfg.Limits = DefaultLimitPolicy()
+	}
+	if errs := cfg.Limits.Check(); len(errs) > 0 {
+		return nil, fmt.Errorf("sandbox: limit policy: %w", errs[0])
+	}
 	for _, d := range []string{cfg.DataDir, cfg.RunDir} {
 		if d == "" {
 			return nil, errors.New("sandbox: manager needs DataDir and RunDir")
@@ -190,17 +200,23 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 type Info struct {
 	*store.Sandbox
 	State State
+	// EffectiveLimits are the limits the sandbox runs with (the record's,
+	// with today's defaults for any it lacks).
+	EffectiveLimits Limits
 }
 
-func info(sb *store.Sandbox) *Info { return &Info{Sandbox: sb, State: Derive(sb)} }
+func (m *Manager) info(sb *store.Sandbox) *Info {
+	return &Info{Sandbox: sb, State: Derive(sb), EffectiveLimits: m.limitsOf(sb)}
+}
 
 // CreateParams creates a sandbox.
 type CreateParams struct {
-	TenantID    string
-	Driver      string
-	Image       string
-	Network     string
-	Limits      Limits
+	TenantID string
+	Driver   string
+	Image    string
+	Network  string
+	// Limits asked for; nil fields take the policy's defaults.
+	Limits      LimitsRequest
 	SleepAfter  time.Duration
 	Metadata    map[string]string
 	Environment string
@@ -222,15 +238,6 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Info, error) {
 	if p.Image == "" {
 		p.Image = m.cfg.DefaultImages[p.Driver]
 	}
-	if p.Limits.MemoryMB == 0 {
-		p.Limits.MemoryMB = m.cfg.DefaultLimits.MemoryMB
-	}
-	if p.Limits.Pids == 0 {
-		p.Limits.Pids = m.cfg.DefaultLimits.Pids
-	}
-	if p.Limits.CPUs == 0 {
-		p.Limits.CPUs = m.cfg.DefaultLimits.CPUs
-	}
 	if p.Network == "" {
 		p.Network = m.cfg.DefaultNetwork
 	}
@@ -241,8 +248,11 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Info, error) {
 	default:
 		return nil, fmt.Errorf("%w: network %q (accepted: %q or %q)", ErrInvalid, p.Network, NetworkNone, NetworkHost)
 	}
-	if p.Limits.MemoryMB < 0 || p.Limits.Pids < 0 || p.Limits.CPUs < 0 {
-		return nil, fmt.Errorf("%w: limits must not be negative", ErrInvalid)
+	// Before anything is recorded: a limit the guest cannot start under is
+	// a 400 now, not a sandbox stuck in warming until the probe gives up.
+	limits, err := m.ResolveLimits(p.Limits)
+	if err != nil {
+		return nil, err
 	}
 	if p.SleepAfter == 0 {
 		p.SleepAfter = m.cfg.DefaultSleepAfter
@@ -259,11 +269,11 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Info, error) {
 	if p.SessionKey == "" {
 		p.SessionKey = id
 	}
-	limits, _ := json.Marshal(p.Limits)
+	rawLimits, _ := json.Marshal(limits)
 	now := m.clock.Now()
 	sb, err := m.cfg.Store.CreateSandbox(ctx, &store.Sandbox{
 		ID: id, TenantID: p.TenantID, Driver: p.Driver, Image: p.Image, Network: p.Network,
-		Limits: limits, SleepAfter: p.SleepAfter, Metadata: p.Metadata,
+		Limits: rawLimits, SleepAfter: p.SleepAfter, Metadata: p.Metadata,
 		Environment: p.Environment, SessionKey: p.SessionKey, LastActivityAt: now,
 	})
 	if err != nil {
@@ -272,9 +282,10 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Info, error) {
 	if err := os.MkdirAll(m.workspaceDir(id), 0o755); err != nil {
 		return nil, err
 	}
-	m.log.InfoContext(ctx, "sandbox created", "sandbox", id, "driver", p.Driver, "tenant", p.TenantID)
+	m.log.InfoContext(ctx, "sandbox created", "sandbox", id, "driver", p.Driver, "tenant", p.TenantID,
+		"memory_mb", limits.MemoryMB, "pids", limits.Pids, "cpus", limits.CPUs)
 	if p.Cold {
-		return info(sb), nil
+		return m.info(sb), nil
 	}
 	e := m.entry(id)
 	e.mu.Lock()
@@ -286,13 +297,37 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Info, error) {
 	return m.Get(ctx, p.TenantID, id)
 }
 
+// ResolveLimits gives a request its effective limits under the operator's
+// policy, or a *LimitError naming the field and the bound it breaks.
+func (m *Manager) ResolveLimits(r LimitsRequest) (Limits, error) {
+	return m.cfg.Limits.Resolve(r)
+}
+
+// limitsOf reads a record's limits. A record from before limits were
+// applied by default lacks some: it gets today's defaults for those.
+func (m *Manager) limitsOf(sb *store.Sandbox) Limits {
+	var l Limits
+	_ = json.Unmarshal(sb.Limits, &l)
+	d := m.cfg.Limits.Default
+	if l.MemoryMB <= 0 {
+		l.MemoryMB = d.MemoryMB
+	}
+	if l.Pids <= 0 {
+		l.Pids = d.Pids
+	}
+	if l.CPUs <= 0 {
+		l.CPUs = d.CPUs
+	}
+	return l
+}
+
 // Get returns a tenant's sandbox; another tenant's id is ErrNotFound.
 func (m *Manager) Get(ctx context.Context, tenantID, id string) (*Info, error) {
 	sb, err := m.load(ctx, tenantID, id)
 	if err != nil {
 		return nil, err
 	}
-	return info(sb), nil
+	return m.info(sb), nil
 }
 
 // List returns a tenant's sandboxes, optionally only those in state.
@@ -303,7 +338,7 @@ func (m *Manager) List(ctx context.Context, tenantID string, state State) ([]*In
 	}
 	out := make([]*Info, 0, len(sbs))
 	for _, sb := range sbs {
-		in := info(sb)
+		in := m.info(sb)
 		if state == "" || in.State == state {
 			out = append(out, in)
 		}

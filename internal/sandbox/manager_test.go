@@ -21,6 +21,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/sandbox/sandboxtest"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/store/sqlite"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 var (
@@ -44,7 +45,7 @@ func newEnvTB(t testing.TB) *env {
 	t.Helper()
 	guestOnce.Do(func() {
 		// Outlives the first test: every test and benchmark reuses it.
-		dir, err := os.MkdirTemp("", "akguest")
+		dir, err := testenv.ProcessTempDir("akguest")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -74,8 +74,7 @@ func (m *Manager) startDriver(ctx context.Context, e *entry, sb *store.Sandbox) 
 	if err := m.restoreIfNeeded(ctx, sb); err != nil {
 		return nil, err
 	}
-	var limits Limits
-	_ = json.Unmarshal(sb.Limits, &limits)
+	limits := m.limitsOf(sb)
 	run := m.runDir(sb.ID)
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package session
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/tools"
@@ -44,47 +43,5 @@ func parseAgent(a *store.Agent) (*agentSpec, error) {
 		return nil, fmt.Errorf("agent %s: %w", a.ID, err)
 	}
 	spec.Tools = tc
-	return spec, nil
-}
-
-// Environment metadata keys that override the [sandbox] defaults.
-const (
-	MetaDriver     = "agentkernel.driver"
-	MetaImage      = "agentkernel.image"
-	MetaSleepAfter = "agentkernel.sleep_after"
-	MetaNetwork    = "agentkernel.network"
-)
-
-// envSpec is the sandbox configuration an environment asks for; empty
-// fields keep the sandbox layer's defaults. The SDK's networking config is
-// not mapped: only agentkernel.network widens the sandbox's network, so an
-// environment never gets the host network by default.
-type envSpec struct {
-	Driver     string
-	Image      string
-	Network    string
-	SleepAfter time.Duration
-}
-
-func parseEnvironment(e *store.Environment) (envSpec, error) {
-	var doc struct {
-		Metadata map[string]string `json:"metadata"`
-	}
-	var spec envSpec
-	if len(e.Doc) > 0 {
-		if err := json.Unmarshal(e.Doc, &doc); err != nil {
-			return spec, fmt.Errorf("environment %s: %w", e.ID, err)
-		}
-	}
-	spec.Driver = doc.Metadata[MetaDriver]
-	spec.Image = doc.Metadata[MetaImage]
-	spec.Network = doc.Metadata[MetaNetwork]
-	if v := doc.Metadata[MetaSleepAfter]; v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return spec, fmt.Errorf("environment %s: metadata %s = %q: not a duration such as 5m", e.ID, MetaSleepAfter, v)
-		}
-		spec.SleepAfter = d
-	}
 	return spec, nil
 }

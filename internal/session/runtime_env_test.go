@@ -18,6 +18,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/sandbox/sandboxtest"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/store/sqlite"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 var (
@@ -87,7 +88,7 @@ func newRTEnv(t *testing.T, play func(anthropictest.Request) anthropictest.Turn,
 func newManager(t *testing.T, st store.Store, home string) *sandbox.Manager {
 	t.Helper()
 	guestOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "akguest")
+		dir, err := testenv.ProcessTempDir("akguest")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,9 +13,10 @@ import (
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/store/sqlite"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testenv.Main(m)) }
 
 func TestSweeperDeletesExpiredSessionsOnItsInterval(t *testing.T) {
 	ctx := context.Background()

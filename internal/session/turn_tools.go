@@ -97,7 +97,7 @@ func (w *worker) ensureSandbox(ctx context.Context, ts *turnState) (string, erro
 		ts.s = cur
 		return cur.SandboxID, nil
 	}
-	var spec envSpec
+	var spec EnvSandbox
 	if ts.s.EnvironmentID != "" {
 		env, err := r.cfg.Store.GetEnvironment(ctx, ts.s.EnvironmentID)
 		if err != nil {
@@ -109,7 +109,7 @@ func (w *worker) ensureSandbox(ctx context.Context, ts *turnState) (string, erro
 	}
 	info, err := r.cfg.Sandboxes.Create(ctx, sandbox.CreateParams{
 		TenantID: ts.s.TenantID, Driver: spec.Driver, Image: spec.Image, Network: spec.Network,
-		SleepAfter: spec.SleepAfter, Environment: ts.s.EnvironmentID, SessionKey: w.id,
+		Limits: spec.Limits, SleepAfter: spec.SleepAfter, Environment: ts.s.EnvironmentID, SessionKey: w.id,
 		Metadata: map[string]string{"agentkernel.session": w.id},
 	})
 	if err != nil {

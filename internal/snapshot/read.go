@@ -8,35 +8,23 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
-	"sort"
-	"strings"
-	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/agentkernel/agentkernel/internal/safetar"
 )
 
 // Verify reads a whole archive without writing anything and returns its
 // Stats; it fails on a truncated or corrupt stream or an unsafe entry.
 func Verify(ctx context.Context, r io.Reader) (Stats, error) {
-	return walkArchive(ctx, r, nil)
+	return walkArchive(ctx, r, "")
 }
 
 // Extract restores an archive into dir, which must exist. Every path is
 // resolved through an os.Root on dir: nothing is read or written outside it.
 func Extract(ctx context.Context, r io.Reader, dir string) (Stats, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return Stats{}, err
-	}
-	defer root.Close()
-	x := &extractor{root: root, chown: os.Geteuid() == 0}
-	st, err := walkArchive(ctx, r, x)
-	if err != nil {
-		return st, err
-	}
-	return st, x.finish()
+	return walkArchive(ctx, r, dir)
 }
 
 // Replace restores an archive in place of dir's contents: it extracts into a
@@ -69,181 +57,22 @@ func Replace(ctx context.Context, r io.Reader, dir string) (Stats, error) {
 	return st, os.RemoveAll(old)
 }
 
-func walkArchive(ctx context.Context, r io.Reader, x *extractor) (Stats, error) {
-	var st Stats
+func walkArchive(ctx context.Context, r io.Reader, dir string) (Stats, error) {
 	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
 	if err != nil {
-		return st, err
+		return Stats{}, err
 	}
 	defer zr.Close()
 	tr := tar.NewReader(zr)
-	buf := make([]byte, 1<<20)
-	for {
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return st, nil
-		}
-		if err != nil {
-			return st, fmt.Errorf("snapshot: read archive: %w", err)
-		}
-		name, err := safeName(hdr.Name)
-		if err != nil {
-			return st, err
-		}
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			st.Dirs++
-			if x != nil {
-				err = x.dir(name, hdr)
-			}
-		case tar.TypeReg:
-			var n int64
-			if x != nil {
-				n, err = x.file(name, hdr, tr, buf)
-			} else {
-				n, err = io.CopyBuffer(io.Discard, tr, buf)
-			}
-			if err == nil && n != hdr.Size {
-				err = fmt.Errorf("snapshot: %s: %d of %d bytes", name, n, hdr.Size)
-			}
-			st.Files++
-			st.Bytes += n
-		case tar.TypeSymlink:
-			st.Symlinks++
-			if x != nil {
-				err = x.symlink(name, hdr)
-			}
-		default:
-			return st, &unsafeEntryError{Name: hdr.Name, Reason: fmt.Sprintf("entry type %q is never restored", hdr.Typeflag)}
-		}
-		if err != nil {
-			return st, fmt.Errorf("snapshot: restore %s: %w", name, err)
-		}
+	var st safetar.Stats
+	if dir == "" {
+		st, err = safetar.Check(ctx, tr, safetar.Workspace())
+	} else {
+		st, err = safetar.Extract(ctx, tr, dir, safetar.Workspace())
 	}
-}
-
-// safeName cleans an archive path and refuses anything that is absolute or
-// climbs out of the root. os.Root would refuse these too; checking first
-// gives a clear error.
-func safeName(name string) (string, error) {
-	if name == "" || strings.ContainsRune(name, 0) || strings.Contains(name, `\`) {
-		return "", &unsafeEntryError{Name: name, Reason: "empty or malformed path"}
-	}
-	if path.IsAbs(name) {
-		return "", &unsafeEntryError{Name: name, Reason: "absolute path"}
-	}
-	for _, seg := range strings.Split(name, "/") {
-		if seg == ".." {
-			return "", &unsafeEntryError{Name: name, Reason: `".." escapes the workspace`}
-		}
-	}
-	clean := path.Clean(name)
-	if clean == "." {
-		return "", &unsafeEntryError{Name: name, Reason: "names the root itself"}
-	}
-	return clean, nil
-}
-
-type extractor struct {
-	root  *os.Root
-	chown bool
-	dirs  []dirMeta
-}
-
-type dirMeta struct {
-	name  string
-	mode  fs.FileMode
-	mtime time.Time
-}
-
-func (x *extractor) dir(name string, hdr *tar.Header) error {
-	if err := x.root.MkdirAll(name, 0o700); err != nil {
-		return err
-	}
-	x.owner(name, hdr)
-	// Modes and times of directories are applied at the end, deepest
-	// first, so a read-only directory does not block its own contents.
-	x.dirs = append(x.dirs, dirMeta{name: name, mode: fs.FileMode(hdr.Mode).Perm() | modeBits(hdr.Mode), mtime: hdr.ModTime})
-	return nil
-}
-
-func (x *extractor) file(name string, hdr *tar.Header, r io.Reader, buf []byte) (int64, error) {
-	if err := x.parent(name); err != nil {
-		return 0, err
-	}
-	f, err := x.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	out := Stats{Files: int(st.Files), Dirs: int(st.Dirs), Symlinks: int(st.Symlinks), Bytes: st.Bytes, Skipped: int(st.Skipped)}
 	if err != nil {
-		return 0, err
+		return out, fmt.Errorf("snapshot: %w", err)
 	}
-	n, err := io.CopyBuffer(f, r, buf)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return n, err
-	}
-	x.owner(name, hdr)
-	if err := x.root.Chmod(name, fs.FileMode(hdr.Mode).Perm()|modeBits(hdr.Mode)); err != nil {
-		return n, err
-	}
-	return n, x.root.Chtimes(name, hdr.ModTime, hdr.ModTime)
-}
-
-func (x *extractor) symlink(name string, hdr *tar.Header) error {
-	if err := x.parent(name); err != nil {
-		return err
-	}
-	// The link is restored as data; os.Root never follows it outside the
-	// root when later entries are written through it.
-	if err := x.root.Symlink(hdr.Linkname, name); err != nil {
-		return err
-	}
-	if x.chown {
-		_ = x.root.Lchown(name, hdr.Uid, hdr.Gid)
-	}
-	return nil
-}
-
-func (x *extractor) parent(name string) error {
-	if dir := path.Dir(name); dir != "." {
-		return x.root.MkdirAll(dir, 0o700)
-	}
-	return nil
-}
-
-func (x *extractor) owner(name string, hdr *tar.Header) {
-	if x.chown {
-		_ = x.root.Lchown(name, hdr.Uid, hdr.Gid)
-	}
-}
-
-func (x *extractor) finish() error {
-	sort.Slice(x.dirs, func(i, j int) bool { return len(x.dirs[i].name) > len(x.dirs[j].name) })
-	for _, d := range x.dirs {
-		if err := x.root.Chmod(d.name, d.mode); err != nil {
-			return err
-		}
-		if err := x.root.Chtimes(d.name, d.mtime, d.mtime); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// modeBits maps setuid/setgid/sticky from tar's mode to fs.FileMode.
-func modeBits(m int64) fs.FileMode {
-	var out fs.FileMode
-	if m&0o4000 != 0 {
-		out |= fs.ModeSetuid
-	}
-	if m&0o2000 != 0 {
-		out |= fs.ModeSetgid
-	}
-	if m&0o1000 != 0 {
-		out |= fs.ModeSticky
-	}
-	return out
+	return out, nil
 }

@@ -5,10 +5,7 @@
 // target, and device files, FIFOs and sockets are refused.
 package snapshot
 
-import (
-	"errors"
-	"fmt"
-)
+import "github.com/agentkernel/agentkernel/internal/safetar"
 
 // Stats counts what a snapshot holds. Two snapshots of the same tree have the
 // same Stats, which is how a written snapshot is verified by reading it back.
@@ -24,15 +21,4 @@ type Stats struct {
 
 // ErrUnsafeEntry is returned when an archive entry would escape the target
 // or is of a kind that is never restored (devices, FIFOs).
-var ErrUnsafeEntry = errors.New("unsafe archive entry")
-
-type unsafeEntryError struct {
-	Name   string
-	Reason string
-}
-
-func (e *unsafeEntryError) Error() string {
-	return fmt.Sprintf("snapshot: refusing entry %q: %s", e.Name, e.Reason)
-}
-
-func (e *unsafeEntryError) Unwrap() error { return ErrUnsafeEntry }
+var ErrUnsafeEntry = safetar.ErrUnsafeEntry

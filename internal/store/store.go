@@ -20,6 +20,7 @@ type Store interface {
 	ManagedStore
 	OpStore
 	MonitorStore
+	BlobRefStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.

@@ -37,7 +37,7 @@ BUSYBOX=/bin/busybox
 # "busybox" package installs the same path, which would not run in an empty
 # rootfs, so insist on the static one.
 if ! dpkg -s busybox-static >/dev/null 2>&1; then
-	apt-get install -y busybox-static
+	apt-get -o DPkg::Lock::Timeout=600 install -y busybox-static
 fi
 
 ROOT="$(mktemp -d)"

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/blob"
@@ -49,9 +50,15 @@ type Store struct {
 	root *os.Root
 	log  *slog.Logger
 	now  func() time.Time
+	// writing holds the temp files of this process's Puts in flight, which
+	// RemoveTemp never touches whatever their age.
+	writing sync.Map
 }
 
-var _ blob.Store = (*Store)(nil)
+var (
+	_ blob.Store       = (*Store)(nil)
+	_ blob.TempRemover = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the blob directory dir and sweeps old temp
 // files.

@@ -34,6 +34,8 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) (blob.Info, er
 		return blob.Info{}, fmt.Errorf("fsblob: put %q: %w", key, err)
 	}
 	tmp := path.Join(dir, tempPrefix+randomHex())
+	s.writing.Store(tmp, struct{}{})
+	defer s.writing.Delete(tmp)
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return blob.Info{}, fmt.Errorf("fsblob: put %q: create temp file: %w", key, err)

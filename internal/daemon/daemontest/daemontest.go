@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 var (
@@ -29,7 +30,7 @@ var (
 func GuestBinary(t testing.TB) string {
 	t.Helper()
 	guestOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "akguest")
+		dir, err := testenv.ProcessTempDir("akguest")
 		if err != nil {
 			guestErr = err
 			return
@@ -53,6 +54,18 @@ type Daemon struct {
 	Config   config.Config
 	URL      string
 	AdminKey string
+
+	stopOnce sync.Once
+	stopErr  error
+	stop     func() error
+}
+
+// Stop destroys the daemon's sandboxes (they would outlive it) and shuts
+// it down as SIGTERM does, returning what Run returned. Cleanup calls it
+// too; calling it again returns the same result.
+func (d *Daemon) Stop() error {
+	d.stopOnce.Do(func() { d.stopErr = d.stop() })
+	return d.stopErr
 }
 
 // Option adjusts the configuration before start.
@@ -96,7 +109,8 @@ func Start(t testing.TB, opts ...Option) *Daemon {
 	}
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
+	td := &Daemon{Daemon: d, Config: cfg, URL: "http://" + d.Addr()}
+	td.stop = func() error {
 		// Sandboxes outlive the daemon by design; a test must not leave
 		// them (or the driver goroutines that reap them) behind.
 		if list, err := d.Sandboxes().List(context.Background(), "", ""); err == nil {
@@ -105,7 +119,10 @@ func Start(t testing.TB, opts ...Option) *Daemon {
 			}
 		}
 		cancel()
-		if err := <-done; err != nil {
+		return <-done
+	}
+	t.Cleanup(func() {
+		if err := td.Stop(); err != nil {
 			t.Errorf("daemon run: %v", err)
 		}
 	})
@@ -113,5 +130,6 @@ func Start(t testing.TB, opts ...Option) *Daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Daemon{Daemon: d, Config: cfg, URL: "http://" + d.Addr(), AdminKey: strings.TrimSpace(string(key))}
+	td.AdminKey = strings.TrimSpace(string(key))
+	return td
 }

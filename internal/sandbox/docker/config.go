@@ -117,6 +117,8 @@ func validateSpec(spec sandbox.Spec) error {
 	l := spec.Limits
 	if l.MemoryMB < 0 || l.Pids < 0 || l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
 		errs = append(errs, fmt.Errorf("spec.Limits %+v: limits must be zero (no limit) or positive", l))
+	} else if _, err := l.MemoryBytes(); err != nil {
+		errs = append(errs, fmt.Errorf("spec.Limits: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -135,7 +137,7 @@ func networkMode(n string) (string, error) {
 func resources(l sandbox.Limits) container.Resources {
 	var r container.Resources
 	if l.MemoryMB > 0 {
-		r.Memory = l.MemoryMB << 20
+		r.Memory, _ = l.MemoryBytes() // validateSpec refused an overflow
 		// Equal to Memory: no swap on top, so the limit is the limit.
 		r.MemorySwap = r.Memory
 	}

@@ -101,6 +101,8 @@ func TestBuildCreateRejects(t *testing.T) {
 		{"relative guest", func(s *sandbox.Spec) { s.GuestBinary = "guest" }, "spec.GuestBinary"},
 		{"relative mount", func(s *sandbox.Spec) { s.Mounts[0].Target = "app" }, "spec.Mounts[0]"},
 		{"negative memory", func(s *sandbox.Spec) { s.Limits.MemoryMB = -1 }, "spec.Limits"},
+		// 2^62 MB shifted to bytes wraps to 0: no limit at all.
+		{"memory overflowing bytes", func(s *sandbox.Spec) { s.Limits.MemoryMB = 1 << 62 }, "out of range"},
 		{"bad network", func(s *sandbox.Spec) { s.Network = "bridge" }, "spec.Network"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

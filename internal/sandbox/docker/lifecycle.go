@@ -52,6 +52,7 @@ func (d *Driver) Inspect(ctx context.Context, h *sandbox.Handle) (*sandbox.Statu
 	}
 	st := &sandbox.Status{
 		LimitsApplied: limitsApplied(c.HostConfig),
+		Enforcement:   enforcement(c.HostConfig),
 		Detail: map[string]string{
 			"container_id": c.ID,
 			"image":        c.Config.Image,
@@ -77,6 +78,27 @@ func limitsApplied(hc *container.HostConfig) string {
 		return "docker"
 	}
 	return "none"
+}
+
+// enforcement reads each limit back from the engine's HostConfig. A limit
+// the engine dropped (it does so with only a warning when the host lacks
+// the cgroup controller) shows as not enforced.
+func enforcement(hc *container.HostConfig) map[string]sandbox.Enforcement {
+	if hc == nil {
+		return nil
+	}
+	dropped := sandbox.Enforcement{Mechanism: sandbox.NotEnforced, Reason: "the container's HostConfig has no such limit (the engine drops a limit its host cannot enforce, with a warning in the daemon log)"}
+	out := map[string]sandbox.Enforcement{sandbox.LimitMemoryMB: dropped, sandbox.LimitPids: dropped, sandbox.LimitCPUs: dropped}
+	if hc.Memory > 0 {
+		out[sandbox.LimitMemoryMB] = sandbox.Enforcement{Value: float64(hc.Memory) / (1 << 20), Mechanism: sandbox.EnforcedDocker}
+	}
+	if hc.PidsLimit != nil && *hc.PidsLimit > 0 {
+		out[sandbox.LimitPids] = sandbox.Enforcement{Value: float64(*hc.PidsLimit), Mechanism: sandbox.EnforcedDocker}
+	}
+	if hc.NanoCPUs > 0 {
+		out[sandbox.LimitCPUs] = sandbox.Enforcement{Value: float64(hc.NanoCPUs) / 1e9, Mechanism: sandbox.EnforcedDocker}
+	}
+	return out
 }
 
 // Recover reattaches to a container started by an earlier daemon process,

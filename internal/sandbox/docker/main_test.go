@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentkernel/agentkernel/internal/sandbox"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -81,7 +82,7 @@ func engine(t testing.TB) *Driver {
 	t.Helper()
 	setupOnce.Do(setup)
 	if skipWhy != "" {
-		t.Skip(skipWhy)
+		testenv.Unavailable(t, "docker", skipWhy)
 	}
 	d, err := New("", nil)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -39,14 +40,38 @@ func benchSpec(b *testing.B, guestBin string) sandbox.Spec {
 	return sandbox.Spec{ID: "sbx-bench", WorkspaceDir: b.TempDir(), RunDir: run, GuestBinary: guestBin}
 }
 
-// BenchmarkWake: Start → first successful Health over the socket.
+// BenchmarkWake: Start → first successful Health over the socket, without
+// limits, with the default limits in cgroups (created, written and joined on
+// every start), and with the rlimit fallback:
+//
+//	go test -run '^$' -bench Wake -benchtime 50x ./internal/sandbox/process/
 func BenchmarkWake(b *testing.B) {
 	requireBwrap(b)
-	d, err := New(Config{GuestArgs: []string{}})
-	if err != nil {
-		b.Fatal(err)
+	guestBin := sandboxtest.BuildGuest(b)
+	defaults := sandbox.DefaultLimitPolicy().Default
+	for _, v := range []struct {
+		name   string
+		cfg    Config
+		limits sandbox.Limits
+		want   string
+	}{
+		{"limits=none", Config{GuestArgs: []string{}}, sandbox.Limits{}, "none"},
+		{"limits=cgroup", Config{GuestArgs: []string{}}, defaults, "cgroup"},
+		{"limits=rlimit", Config{GuestArgs: []string{}, DisableCgroups: true}, defaults, "rlimit"},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			d, err := New(v.cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			spec := benchSpec(b, guestBin)
+			spec.Limits = v.limits
+			benchWake(b, d, spec, v.want)
+		})
 	}
-	spec := benchSpec(b, sandboxtest.BuildGuest(b))
+}
+
+func benchWake(b *testing.B, d *Driver, spec sandbox.Spec, wantLimits string) {
 	ctx := context.Background()
 	var samples []time.Duration
 	b.ResetTimer()
@@ -65,6 +90,9 @@ func BenchmarkWake(b *testing.B) {
 		}
 		samples = append(samples, time.Since(begin))
 		b.StopTimer()
+		if st, err := d.Inspect(ctx, h); err != nil || st.LimitsApplied != wantLimits {
+			b.Fatalf("limits applied %+v %v, want %s", st, err, wantLimits)
+		}
 		c.Close()
 		if err := d.Destroy(ctx, h); err != nil {
 			b.Fatal(err)
@@ -126,6 +154,25 @@ func BenchmarkExecDirect(b *testing.B) {
 			b.Fatal(err)
 		}
 		samples = append(samples, time.Since(begin))
+	}
+	reportPercentiles(b, samples)
+}
+
+// BenchmarkCgroupSetup: what limits add to every start on their own —
+// create the sandbox's cgroups with the default limits, then remove them.
+func BenchmarkCgroupSetup(b *testing.B) {
+	defaults := sandbox.DefaultLimitPolicy().Default
+	var samples []time.Duration
+	for i := range b.N {
+		begin := time.Now()
+		cg, err := createCgroups("/sys/fs/cgroup", "sbx-bench-cg-"+strconv.Itoa(i), defaults)
+		if err != nil {
+			b.Skipf("no writable cgroups: %v", err)
+		}
+		samples = append(samples, time.Since(begin))
+		if err := removeCgroups(cg.dirs); err != nil {
+			b.Fatal(err)
+		}
 	}
 	reportPercentiles(b, samples)
 }

@@ -14,45 +14,65 @@ import (
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 )
 
-// cgroupDirs creates the sandbox's cgroups with its limits and returns
-// their dirs. On a pure cgroup v2 host they live under <root>/agentkernel
-// (the root cgroup may enable controllers for children); on a v1 host under
-// the daemon's own cgroup of each controller, so a daemon already confined
-// by its supervisor keeps its sandboxes inside that confinement.
-func cgroupDirs(root, id string, l sandbox.Limits) (dirs []string, err error) {
+// cgroupPlan is where a sandbox's cgroups are and where each limit can be
+// read back.
+type cgroupPlan struct {
+	version int
+	dirs    []string
+	// files maps a limit field to the file that holds it (cgroup v1 CPU:
+	// cpu.cfs_quota_us, with cpu.cfs_period_us beside it).
+	files map[string]string
+}
+
+// createCgroups creates the sandbox's cgroups with its limits. On a pure
+// cgroup v2 host they live under <root>/agentkernel (the root cgroup may
+// enable controllers for children); on a v1 host under the daemon's own
+// cgroup of each controller, so a daemon already confined by its
+// supervisor keeps its sandboxes inside that confinement.
+func createCgroups(root, id string, l sandbox.Limits) (cg cgroupPlan, err error) {
 	defer func() {
 		if err != nil {
-			removeCgroups(dirs)
-			dirs = nil
+			removeCgroups(cg.dirs)
+			cg.dirs = nil
 		}
 	}()
+	cg.files = map[string]string{}
 	ctrls := neededControllers(l)
 	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
+		cg.version = 2
 		dir, err := cgroupV2(root, id, ctrls, l)
 		if dir != "" {
-			dirs = append(dirs, dir)
+			cg.dirs = append(cg.dirs, dir)
+			for field, f := range map[string]string{sandbox.LimitMemoryMB: "memory.max", sandbox.LimitPids: "pids.max", sandbox.LimitCPUs: "cpu.max"} {
+				if _, ok := limitValues(l)[field]; ok {
+					cg.files[field] = filepath.Join(dir, f)
+				}
+			}
 		}
-		return dirs, err
+		return cg, err
 	}
+	cg.version = 1
 	self, err := selfCgroupsV1()
 	if err != nil {
-		return nil, err
+		return cg, err
 	}
 	for _, c := range ctrls {
 		mount := filepath.Join(root, c)
 		if _, err := os.Stat(filepath.Join(mount, "cgroup.procs")); err != nil {
-			return dirs, fmt.Errorf("cgroup v1 controller %s not mounted at %s", c, mount)
+			return cg, fmt.Errorf("cgroup v1 controller %s not mounted at %s", c, mount)
 		}
 		dir := filepath.Join(mount, self[c], "agentkernel", id)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return dirs, err
+			return cg, err
 		}
-		dirs = append(dirs, dir)
-		if err := writeV1Limits(dir, c, l); err != nil {
-			return dirs, err
+		cg.dirs = append(cg.dirs, dir)
+		field, file, err := writeV1Limits(dir, c, l)
+		if err != nil {
+			return cg, err
 		}
+		cg.files[field] = file
 	}
-	return dirs, nil
+	return cg, nil
 }
 
 func neededControllers(l sandbox.Limits) []string {
@@ -90,7 +110,11 @@ func cgroupV2(root, id string, ctrls []string, l sandbox.Limits) (string, error)
 		return "", err
 	}
 	if l.MemoryMB > 0 {
-		if err := writeFile(filepath.Join(dir, "memory.max"), strconv.FormatInt(l.MemoryMB<<20, 10)); err != nil {
+		b, err := l.MemoryBytes()
+		if err != nil {
+			return dir, err
+		}
+		if err := writeFile(filepath.Join(dir, "memory.max"), strconv.FormatInt(b, 10)); err != nil {
 			return dir, err
 		}
 		_ = writeFile(filepath.Join(dir, "memory.swap.max"), "0") // absent without swap accounting
@@ -109,25 +133,82 @@ func cgroupV2(root, id string, ctrls []string, l sandbox.Limits) (string, error)
 	return dir, nil
 }
 
-func writeV1Limits(dir, ctrl string, l sandbox.Limits) error {
+// writeV1Limits writes one controller's limit and returns the limit field
+// and the file to read it back from.
+func writeV1Limits(dir, ctrl string, l sandbox.Limits) (field, file string, err error) {
 	switch ctrl {
 	case "memory":
-		b := strconv.FormatInt(l.MemoryMB<<20, 10)
-		if err := writeFile(filepath.Join(dir, "memory.limit_in_bytes"), b); err != nil {
-			return err
+		n, err := l.MemoryBytes()
+		if err != nil {
+			return "", "", err
+		}
+		b := strconv.FormatInt(n, 10)
+		file = filepath.Join(dir, "memory.limit_in_bytes")
+		if err := writeFile(file, b); err != nil {
+			return "", "", err
 		}
 		// memsw (memory+swap) must not be below the memory limit; absent
 		// without swap accounting.
 		_ = writeFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), b)
+		return sandbox.LimitMemoryMB, file, nil
 	case "pids":
-		return writeFile(filepath.Join(dir, "pids.max"), strconv.FormatInt(l.Pids, 10))
+		file = filepath.Join(dir, "pids.max")
+		return sandbox.LimitPids, file, writeFile(file, strconv.FormatInt(l.Pids, 10))
 	case "cpu":
 		if err := writeFile(filepath.Join(dir, "cpu.cfs_period_us"), "100000"); err != nil {
-			return err
+			return "", "", err
 		}
-		return writeFile(filepath.Join(dir, "cpu.cfs_quota_us"), strconv.FormatInt(int64(l.CPUs*100000), 10))
+		file = filepath.Join(dir, "cpu.cfs_quota_us")
+		return sandbox.LimitCPUs, file, writeFile(file, strconv.FormatInt(int64(l.CPUs*100000), 10))
 	}
-	return nil
+	return "", "", fmt.Errorf("no limit for cgroup v1 controller %s", ctrl)
+}
+
+// readCgroupLimit reads a limit back from its cgroup file, in the limit's
+// unit; 0 means the file says there is none ("max", or -1 for a v1 quota).
+func readCgroupLimit(version int, field, file string) (float64, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, fmt.Errorf("%s is empty", file)
+	}
+	num := func(s string) (float64, error) {
+		if s == "max" {
+			return 0, nil
+		}
+		return strconv.ParseFloat(s, 64)
+	}
+	switch field {
+	case sandbox.LimitMemoryMB:
+		v, err := num(f[0])
+		return v / (1 << 20), err
+	case sandbox.LimitPids:
+		return num(f[0])
+	case sandbox.LimitCPUs:
+		quota, err := num(f[0])
+		if err != nil || quota <= 0 {
+			return 0, err
+		}
+		period := "100000"
+		if version == 2 && len(f) > 1 {
+			period = f[1]
+		} else if version == 1 {
+			pb, err := os.ReadFile(filepath.Join(filepath.Dir(file), "cpu.cfs_period_us"))
+			if err != nil {
+				return 0, err
+			}
+			period = strings.TrimSpace(string(pb))
+		}
+		p, err := strconv.ParseFloat(period, 64)
+		if err != nil || p <= 0 {
+			return 0, fmt.Errorf("%s: bad period %q", file, period)
+		}
+		return quota / p, nil
+	}
+	return 0, fmt.Errorf("unknown limit %s", field)
 }
 
 // selfCgroupsV1 maps each v1 controller to this process's cgroup path.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/image"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/sandbox/sandboxtest"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 // staticBusybox returns the host's busybox if it is statically linked (a
@@ -25,12 +27,12 @@ func staticBusybox(t *testing.T) []byte {
 	const path = "/bin/busybox"
 	f, err := elf.Open(path)
 	if err != nil {
-		t.Skipf("no usable %s (%v): apt-get install -y busybox-static", path, err)
+		testenv.Unavailable(t, "static busybox", fmt.Sprintf("no usable %s (%v): apt-get install -y busybox-static", path, err))
 	}
 	defer f.Close()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			t.Skipf("%s is dynamically linked: apt-get install -y busybox-static", path)
+			testenv.Unavailable(t, "static busybox", path+" is dynamically linked: apt-get install -y busybox-static")
 		}
 	}
 	b, err := os.ReadFile(path)

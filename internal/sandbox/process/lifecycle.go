@@ -26,13 +26,13 @@ func (d *Driver) Stop(ctx context.Context, h *sandbox.Handle, timeout time.Durat
 		return err
 	}
 	if !st.alive() {
-		d.reapBwrap(h.ID)
+		d.stopped(h.ID, st)
 		return nil
 	}
 	if timeout > 0 {
 		st.signal(syscall.SIGTERM)
 		if d.waitGone(ctx, st, timeout) {
-			d.reapBwrap(h.ID)
+			d.stopped(h.ID, st)
 			return nil
 		}
 		d.log.Warn("sandbox ignored SIGTERM, killing", "sandbox", h.ID, "timeout", timeout)
@@ -42,8 +42,18 @@ func (d *Driver) Stop(ctx context.Context, h *sandbox.Handle, timeout time.Durat
 	if !d.waitGone(context.WithoutCancel(ctx), st, killWait) {
 		return fmt.Errorf("process driver: sandbox %s (pid %d) survived SIGKILL for %s", h.ID, st.PID, killWait)
 	}
-	d.reapBwrap(h.ID)
+	d.stopped(h.ID, st)
 	return nil
+}
+
+// stopped reaps bwrap and removes the sandbox's cgroups: the next Start
+// creates them afresh, and a stopped sandbox's handle is forgotten by the
+// manager, so Destroy would never see these dirs again.
+func (d *Driver) stopped(id string, st *state) {
+	d.reapBwrap(id)
+	if err := removeCgroups(st.CgroupDirs); err != nil {
+		d.log.Warn("cgroups of a stopped sandbox not removed", "sandbox", id, "err", err)
+	}
 }
 
 // waitGone polls until the guest is gone or the wait ends.
@@ -110,18 +120,22 @@ func (d *Driver) Inspect(_ context.Context, h *sandbox.Handle) (*sandbox.Status,
 	if err != nil {
 		return nil, err
 	}
+	running := st.alive()
 	s := &sandbox.Status{
-		Running:       st.alive(),
+		Running:       running,
 		ExitCode:      -1,
 		StartedAt:     st.StartedAt,
 		LimitsApplied: st.Limits,
+		Enforcement:   st.enforcement(running),
 		Detail:        map[string]string{"pid": strconv.Itoa(st.PID)},
 	}
 	for i, dir := range st.CgroupDirs {
 		s.Detail["cgroup."+strconv.Itoa(i)] = dir
 	}
-	for k, v := range st.LimitNotes {
-		s.Detail["limit."+k] = v
+	for k, e := range s.Enforcement {
+		if e.Mechanism == sandbox.NotEnforced {
+			s.Detail["limit."+k] = "not enforced: " + e.Reason
+		}
 	}
 	if !s.Running {
 		d.mu.Lock()

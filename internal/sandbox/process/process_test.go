@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/sandbox/sandboxtest"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -21,9 +21,7 @@ func TestMain(m *testing.M) {
 
 func requireBwrap(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skip("bwrap not installed (apt-get install bubblewrap)")
-	}
+	testenv.Command(t, "bwrap", "apt-get install -y bubblewrap")
 }
 
 func newDriver(cfg Config) func(t *testing.T) sandbox.Driver {
@@ -75,5 +73,29 @@ func TestCheckImage(t *testing.T) {
 		if ok && err != nil || !ok && !errors.Is(err, sandbox.ErrUnknownImage) {
 			t.Errorf("CheckImage(%q) = %v", image, err)
 		}
+	}
+}
+
+// A memory limit whose shift to bytes would overflow int64 is refused
+// before anything starts, never wrapped (2^62 MB << 20 is 0: no limit).
+func TestStartRefusesMemoryOverflow(t *testing.T) {
+	requireBwrap(t)
+	d, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := os.MkdirTemp("", "akov")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(run)
+	h, err := d.Start(context.Background(), sandbox.Spec{ID: "sbx-overflow", WorkspaceDir: t.TempDir(), RunDir: run,
+		GuestBinary: "/bin/true", Limits: sandbox.Limits{MemoryMB: 1 << 62}})
+	if err == nil {
+		d.Destroy(context.Background(), h)
+		t.Fatal("started with memory_mb 2^62")
+	}
+	if !strings.Contains(err.Error(), "out of range") {
+		t.Fatalf("err = %v", err)
 	}
 }

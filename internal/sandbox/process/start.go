@@ -32,7 +32,11 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (*sandbox.Handle,
 		return nil, err
 	}
 	st := &state{}
-	args, err := d.bwrapArgs(spec, root, d.planLimits(st, spec.ID, spec.Limits))
+	guestFlags, err := d.planLimits(st, spec.ID, spec.Limits)
+	if err != nil {
+		return nil, err
+	}
+	args, err := d.bwrapArgs(spec, root, guestFlags)
 	if err != nil {
 		removeCgroups(st.CgroupDirs)
 		return nil, err

@@ -26,8 +26,13 @@ type state struct {
 	// Limits says how limits were enforced: "cgroup", "rlimit" or "none".
 	Limits     string   `json:"limits"`
 	CgroupDirs []string `json:"cgroup_dirs,omitempty"`
-	// LimitNotes explains limits that could not be enforced.
-	LimitNotes map[string]string `json:"limit_notes,omitempty"`
+	// CgroupVersion is 1 or 2 when Limits is "cgroup"; CgroupFiles maps a
+	// limit field to the file it is read back from.
+	CgroupVersion int               `json:"cgroup_version,omitempty"`
+	CgroupFiles   map[string]string `json:"cgroup_files,omitempty"`
+	// Enforced is the plan per limit field: mechanism and value, or why
+	// not enforced.
+	Enforced map[string]sandbox.Enforcement `json:"enforced,omitempty"`
 }
 
 func decodeState(h *sandbox.Handle) (*state, error) {

@@ -81,6 +81,12 @@ func TestCrashMidModelStream(t *testing.T) {
 		n.arm(session.FailMidModelStream)
 		send(t, c, sid, "go")
 		n.waitReached(session.FailMidModelStream)
+		// The daemon waits at the failpoint: let the stream deliver what is
+		// stored so far, so the client has a Last-Event-ID to resume from
+		// (a client that saw nothing has nothing to resume after, and
+		// whether the kill beats the first write would be up to the
+		// scheduler).
+		before := sse.until(len(events(t, c, sid)), 30*time.Second)
 		n.kill()
 		n.disarm(session.FailMidModelStream)
 		n.start()
@@ -118,7 +124,7 @@ func TestCrashMidModelStream(t *testing.T) {
 		for i, e := range evs {
 			want[i] = e.ID
 		}
-		got := sse.until(len(want), 30*time.Second)
+		got := append(before, sse.until(len(want)-len(before), 30*time.Second)...)
 		if !slices.Equal(got, want) {
 			t.Fatalf("SSE across the restart saw %d events, the session has %d:\n got %v\nwant %v", len(got), len(want), got, want)
 		}

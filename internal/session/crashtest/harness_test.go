@@ -21,9 +21,9 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/jackc/pgx/v5"
-)
 
-const postgresURLEnv = "AGENTKERNEL_TEST_POSTGRES_URL"
+	"github.com/agentkernel/agentkernel/internal/testenv"
+)
 
 var (
 	binOnce sync.Once
@@ -36,7 +36,7 @@ var (
 func binary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "akcrash")
+		dir, err := testenv.ProcessTempDir("akcrash")
 		if err != nil {
 			binErr = err
 			return
@@ -59,9 +59,7 @@ func binary(t testing.TB) string {
 func engines(t *testing.T, fn func(t *testing.T, engine string)) {
 	t.Run("sqlite", func(t *testing.T) { fn(t, "sqlite") })
 	t.Run("postgres", func(t *testing.T) {
-		if os.Getenv(postgresURLEnv) == "" {
-			t.Skip(postgresURLEnv + " is not set")
-		}
+		testenv.PostgresURL(t)
 		fn(t, "postgres")
 	})
 }
@@ -70,7 +68,7 @@ func engines(t *testing.T, fn func(t *testing.T, engine string)) {
 // cleanup; it returns its URL.
 func freshDatabase(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv(postgresURLEnv)
+	base := testenv.PostgresURL(t)
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	name := "akcrash_" + hex.EncodeToString(b[:])
@@ -129,8 +127,21 @@ func newNode(t *testing.T, engine, modelURL string) *node {
 		t.Fatal(err)
 	}
 	n := &node{t: t, bin: binary(t), home: home, addr: freePort(t), run: run}
-	t.Cleanup(n.kill)
+	t.Cleanup(n.cleanup)
 	return n
+}
+
+// cleanup ends the test's daemon and the sandboxes it leaves: sandboxes
+// outlive a SIGKILLed daemon by design, so a daemon is started again on
+// the home to destroy them.
+func (n *node) cleanup() {
+	n.kill()
+	if _, err := os.Stat(filepath.Join(n.home, "admin.key")); err != nil {
+		return // never started: no sandbox either
+	}
+	n.start()
+	defer n.stop()
+	testenv.DestroySandboxes(n.t, n.url(), n.key)
 }
 
 func freePort(t testing.TB) string {

@@ -4,24 +4,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-)
 
-const postgresURLEnv = "AGENTKERNEL_TEST_POSTGRES_URL"
+	"github.com/agentkernel/agentkernel/internal/testenv"
+)
 
 // postgresURL returns the test database URL or skips: the Postgres run needs
 // a real server, and CI always sets the variable.
 func postgresURL(t *testing.T) string {
 	t.Helper()
-	u := os.Getenv(postgresURLEnv)
-	if u == "" {
-		t.Skip(postgresURLEnv + " is not set; set it to a PostgreSQL URL " +
-			"(e.g. postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable) to crash-test the Postgres engine")
-	}
-	return u
+	return testenv.PostgresURL(t)
 }
 
 // freshSchema names a schema no other run uses (the engine creates it) and

@@ -4,24 +4,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
-const urlEnv = "AGENTKERNEL_TEST_POSTGRES_URL"
-
-// testURL returns the database URL or skips: Postgres tests need a real
-// server, and CI always sets the variable.
+// testURL returns the database URL: Postgres tests need a real server. A
+// missing one skips them locally and fails them in CI (testenv).
 func testURL(tb testing.TB) string {
 	tb.Helper()
-	u := os.Getenv(urlEnv)
-	if u == "" {
-		tb.Skip(urlEnv + " is not set; set it to a PostgreSQL URL " +
-			"(e.g. postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable) to run the Postgres engine tests")
-	}
-	return u
+	return testenv.PostgresURL(tb)
 }
 
 // freshSchema names a schema no other test uses and drops it (with

@@ -37,6 +37,7 @@ func Exercise(ctx context.Context, t *testing.T, newStore func(t *testing.T) sto
 		{"Lifecycle", lifecycleCases},
 		{"SubSessions", subSessionCases},
 		{"Tenants", tenantCases},
+		{"BlobRefs", blobRefCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

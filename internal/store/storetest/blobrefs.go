@@ -1,0 +1,94 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+// blobRefCases: ReferencedBlobKeys sees every row kind that holds a blob
+// key (store.BlobKeyColumns), and nothing else; the blob GC deletes what it
+// does not return.
+var blobRefCases = []testCase{
+	{"EveryRowKindCounts", testBlobRefsRowKinds},
+	{"LongListsAreSplit", testBlobRefsLongList},
+}
+
+func testBlobRefsRowKinds(e *env) {
+	now := time.Now()
+	got, err := e.s.ReferencedBlobKeys(e.ctx, nil)
+	mustOK(e.t, err, "ReferencedBlobKeys(nil)")
+	equal(e.t, "referenced of no keys", len(got), 0)
+
+	_, err = e.s.CreateBackup(e.ctx, &store.Backup{ID: "bkp_live", TenantID: e.tenant, SandboxID: "sbx_1",
+		BlobKey: "backups/live", CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
+	mustOK(e.t, err, "CreateBackup live")
+	_, err = e.s.CreateBackup(e.ctx, &store.Backup{ID: "bkp_old", TenantID: e.tenant, SandboxID: "sbx_1",
+		BlobKey: "backups/expired", CreatedAt: now.Add(-2 * time.Hour), ExpiresAt: now.Add(-time.Hour)})
+	mustOK(e.t, err, "CreateBackup expired")
+	_, err = e.s.SaveTranscript(e.ctx, &store.Transcript{TaskID: "tsk_1", BlobKey: "transcripts/t1", SavedAt: now})
+	mustOK(e.t, err, "SaveTranscript blob")
+	_, err = e.s.SaveTranscript(e.ctx, &store.Transcript{TaskID: "tsk_1", Content: []byte("inline"), SavedAt: now})
+	mustOK(e.t, err, "SaveTranscript inline")
+
+	keys := []string{"backups/live", "backups/expired", "transcripts/t1", "backups/orphan", ""}
+	got, err = e.s.ReferencedBlobKeys(e.ctx, keys)
+	mustOK(e.t, err, "ReferencedBlobKeys")
+	want := map[string]bool{"backups/live": true, "backups/expired": true, "transcripts/t1": true}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		e.t.Fatalf("referenced %v, want %v (an expired backup's row still holds its blob until the reaper deletes the row)", got, want)
+	}
+
+	// Once the reaper deleted the row, its blob is no longer referenced.
+	_, err = e.s.DeleteExpiredBackups(e.ctx, now)
+	mustOK(e.t, err, "DeleteExpiredBackups")
+	got, err = e.s.ReferencedBlobKeys(e.ctx, keys)
+	mustOK(e.t, err, "ReferencedBlobKeys after expiry")
+	delete(want, "backups/expired")
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		e.t.Fatalf("after the expired row was deleted: referenced %v, want %v", got, want)
+	}
+}
+
+func testBlobRefsLongList(e *env) {
+	now := time.Now()
+	var keys []string
+	for i := range 2*store.BlobRefBatch + 7 {
+		keys = append(keys, fmt.Sprintf("backups/k%05d", i))
+	}
+	// One referenced key in each batch the engine cuts the list into.
+	refd := []string{keys[0], keys[store.BlobRefBatch], keys[len(keys)-1]}
+	for i, k := range refd {
+		_, err := e.s.CreateBackup(e.ctx, &store.Backup{ID: fmt.Sprintf("bkp_%d", i), TenantID: e.tenant,
+			SandboxID: "sbx_1", BlobKey: k, CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
+		mustOK(e.t, err, "CreateBackup")
+	}
+	got, err := e.s.ReferencedBlobKeys(e.ctx, keys)
+	mustOK(e.t, err, "ReferencedBlobKeys")
+	equal(e.t, "referenced keys", len(got), len(refd))
+	for _, k := range refd {
+		if !got[k] {
+			e.t.Fatalf("%s is referenced but not returned among %d keys", k, len(keys))
+		}
+	}
+}
+
+// CheckBlobKeyColumns fails t unless the columns of an engine's schema
+// that are named like blob_key (found by the engine's own test) are
+// exactly store.BlobKeyColumns: a column that holds blob keys but is not
+// registered would have its blobs deleted by the blob GC.
+func CheckBlobKeyColumns(t *testing.T, inSchema []store.BlobKeyColumn) {
+	t.Helper()
+	for _, c := range inSchema {
+		if !slices.Contains(store.BlobKeyColumns, c) {
+			t.Errorf("%s.%s holds blob keys but is not in store.BlobKeyColumns: the blob GC would delete its blobs", c.Table, c.Column)
+		}
+	}
+	if len(inSchema) != len(store.BlobKeyColumns) {
+		t.Errorf("the schema has %d blob key columns %v, store.BlobKeyColumns lists %d: %v",
+			len(inSchema), inSchema, len(store.BlobKeyColumns), store.BlobKeyColumns)
+	}
+}
