@@ -102,19 +102,26 @@ func TestManagedEnvironmentsThroughTheSDK(t *testing.T) {
 	e, err := c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{
 		Name: "py", Description: anthropic.String("python"),
 		Metadata: map[string]string{"agentkernel.driver": "process", "agentkernel.sleep_after": "2m", "owner": "me"},
+		// Sandboxes have no network: "limited" with no hosts says so.
 		Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{
-			Networking: anthropic.BetaCloudConfigParamsNetworkingUnion{OfLimited: &anthropic.BetaLimitedNetworkParams{AllowedHosts: []string{"pypi.org"}}},
-			Packages:   anthropic.BetaPackagesParams{Pip: []string{"requests"}},
+			Networking: anthropic.BetaCloudConfigParamsNetworkingUnion{OfLimited: &anthropic.BetaLimitedNetworkParams{}},
 		}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e.Type != "environment" || e.Name != "py" || e.Description != "python" || e.Config.Type != "cloud" ||
-		e.Config.Networking.Type != "limited" || len(e.Config.Networking.AllowedHosts) != 1 || len(e.Config.Packages.Pip) != 1 ||
+		e.Config.Networking.Type != "limited" || len(e.Config.Networking.AllowedHosts) != 0 || len(e.Config.Packages.Pip) != 0 ||
 		e.Metadata["agentkernel.driver"] != "process" || e.CreatedAt == "" {
 		t.Fatalf("created environment: %s", e.RawJSON())
 	}
+	// What agentkernel cannot do yet is refused, not stored and ignored.
+	_, err = c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "net", Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{
+		Networking: anthropic.BetaCloudConfigParamsNetworkingUnion{OfLimited: &anthropic.BetaLimitedNetworkParams{AllowedHosts: []string{"pypi.org"}}}}}})
+	wantStatus(t, "allowed_hosts", err, 400, "config.networking.allowed_hosts", "not supported yet")
+	_, err = c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "pkg", Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{
+		Packages: anthropic.BetaPackagesParams{Pip: []string{"requests"}}}}})
+	wantStatus(t, "packages", err, 400, "config.packages.pip", "not supported yet")
 	up, err := c.Beta.Environments.Update(ctx, e.ID, anthropic.BetaEnvironmentUpdateParams{
 		Name: anthropic.String("py3"), Metadata: map[string]string{"owner": ""},
 	})

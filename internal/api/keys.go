@@ -34,12 +34,15 @@ type listJSON[T any] struct {
 
 const maxNameLen = 200
 
+// createKeyRequest is the body of POST /v1/keys.
+type createKeyRequest struct {
+	Name     string `json:"name"`
+	TenantID string `json:"tenant_id"`
+	Admin    bool   `json:"admin"`
+}
+
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Name     string `json:"name"`
-		TenantID string `json:"tenant_id"`
-		Admin    bool   `json:"admin"`
-	}
+	var in createKeyRequest
 	if err := decodeJSON(r, &in); err != nil {
 		s.writeError(w, r, err)
 		return

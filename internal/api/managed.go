@@ -32,6 +32,9 @@ type ManagedOptions struct {
 	// MaxEventBytes limits one sent event's JSON (413 beyond; default
 	// 256 KiB). Bodies are limited by server.max_body_bytes as well.
 	MaxEventBytes int
+	// SandboxNetwork is the daemon's default sandbox network ([sandbox]
+	// network; "" is none): environments report it as their networking.
+	SandboxNetwork string
 }
 
 // managed holds the Managed Agents handlers' dependencies.
@@ -41,37 +44,39 @@ type managed struct {
 	events  *session.EventLog
 	runner  SessionRunner
 	maxEvBy int
+	// sandboxNetwork is ManagedOptions.SandboxNetwork.
+	sandboxNetwork string
 }
 
 func (s *Server) registerManagedRoutes(o *ManagedOptions) {
-	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes}
+	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork}
 	if m.maxEvBy <= 0 {
 		m.maxEvBy = 256 << 10
 	}
 	a := s.authenticated
-	s.mux.HandleFunc("POST /v1/agents", a(m.createAgent))
+	s.mux.HandleFunc("POST /v1/agents", a(s.noQuery(m.createAgent)))
 	s.mux.HandleFunc("GET /v1/agents", a(m.listAgents))
 	s.mux.HandleFunc("GET /v1/agents/{id}", a(m.getAgent))
-	s.mux.HandleFunc("POST /v1/agents/{id}", a(m.updateAgent))
+	s.mux.HandleFunc("POST /v1/agents/{id}", a(s.noQuery(m.updateAgent)))
 	s.mux.HandleFunc("GET /v1/agents/{id}/versions", a(m.listAgentVersions))
-	s.mux.HandleFunc("POST /v1/agents/{id}/archive", a(m.archiveAgent))
+	s.mux.HandleFunc("POST /v1/agents/{id}/archive", a(s.noQuery(m.archiveAgent)))
 
-	s.mux.HandleFunc("POST /v1/environments", a(m.createEnvironment))
+	s.mux.HandleFunc("POST /v1/environments", a(s.noQuery(m.createEnvironment)))
 	s.mux.HandleFunc("GET /v1/environments", a(m.listEnvironments))
-	s.mux.HandleFunc("GET /v1/environments/{id}", a(m.getEnvironment))
-	s.mux.HandleFunc("POST /v1/environments/{id}", a(m.updateEnvironment))
-	s.mux.HandleFunc("DELETE /v1/environments/{id}", a(m.deleteEnvironment))
-	s.mux.HandleFunc("POST /v1/environments/{id}/archive", a(m.archiveEnvironment))
+	s.mux.HandleFunc("GET /v1/environments/{id}", a(s.noQuery(m.getEnvironment)))
+	s.mux.HandleFunc("POST /v1/environments/{id}", a(s.noQuery(m.updateEnvironment)))
+	s.mux.HandleFunc("DELETE /v1/environments/{id}", a(s.noQuery(m.deleteEnvironment)))
+	s.mux.HandleFunc("POST /v1/environments/{id}/archive", a(s.noQuery(m.archiveEnvironment)))
 
-	s.mux.HandleFunc("POST /v1/sessions", a(m.createSession))
+	s.mux.HandleFunc("POST /v1/sessions", a(s.noQuery(m.createSession)))
 	s.mux.HandleFunc("GET /v1/sessions", a(m.listSessions))
-	s.mux.HandleFunc("GET /v1/sessions/{id}", a(m.getSession))
-	s.mux.HandleFunc("POST /v1/sessions/{id}", a(m.updateSession))
-	s.mux.HandleFunc("DELETE /v1/sessions/{id}", a(m.deleteSession))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/archive", a(m.archiveSession))
+	s.mux.HandleFunc("GET /v1/sessions/{id}", a(s.noQuery(m.getSession)))
+	s.mux.HandleFunc("POST /v1/sessions/{id}", a(s.noQuery(m.updateSession)))
+	s.mux.HandleFunc("DELETE /v1/sessions/{id}", a(s.noQuery(m.deleteSession)))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/archive", a(s.noQuery(m.archiveSession)))
 
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", a(m.listEvents))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/events", a(m.sendEvents))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/events", a(s.noQuery(m.sendEvents)))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", a(m.streamEvents))
 }
 

@@ -27,7 +27,6 @@ const (
 	maxAgentDescription = 2048
 	maxSystemPrompt     = 100_000
 	maxAgentTools       = 256
-	maxMCPServers       = 20
 )
 
 var defaultExecutionIdentity = json.RawMessage(`{"type":"service_account"}`)
@@ -85,46 +84,8 @@ func applyAgentFields(in obj, d *agentDoc, create bool) error {
 		}
 		d.Tools = tools
 	}
-	if in.has("mcp_servers") {
-		servers, err := in.objects("mcp_servers")
-		if err != nil {
-			return err
-		}
-		if len(servers) > maxMCPServers {
-			return BadRequest("field \"mcp_servers\" has %d servers; the limit is %d", len(servers), maxMCPServers)
-		}
-		out := make([]map[string]json.RawMessage, 0, len(servers))
-		seen := map[string]bool{}
-		for _, s := range servers {
-			name, err := s.reqStr("name")
-			if err != nil {
-				return err
-			}
-			if seen[name] {
-				return BadRequest("field %q: server name %q is used twice", s.field("name"), name)
-			}
-			seen[name] = true
-			if _, err := s.reqStr("url"); err != nil {
-				return err
-			}
-			if !s.set("type") {
-				s.m["type"] = json.RawMessage(`"url"`)
-			}
-			out = append(out, s.m)
-		}
-		d.MCPServers = mustJSON(out)
-	}
-	if in.has("skills") {
-		skills, err := in.objects("skills")
-		if err != nil {
-			return err
-		}
-		for _, s := range skills {
-			if _, err := s.reqStr("skill_id"); err != nil {
-				return err
-			}
-		}
-		d.Skills = rawObjects(skills)
+	if err := refuseAgentExtras(in); err != nil {
+		return err
 	}
 	if in.has("metadata") {
 		md, err := in.metadataPatch("metadata", d.Metadata, false)
@@ -138,21 +99,27 @@ func applyAgentFields(in obj, d *agentDoc, create bool) error {
 		if ei, ok, err := in.object("execution_identity"); err != nil {
 			return err
 		} else if ok {
-			if _, err := ei.reqStr("type"); err != nil {
+			typ, err := ei.reqStr("type")
+			if err != nil {
 				return err
 			}
-			d.ExecutionIdentity = mustJSON(ei.m)
-		}
-	}
-	if in.has("multiagent") {
-		d.Multiagent = json.RawMessage(`null`)
-		if ma, ok, err := in.object("multiagent"); err != nil {
-			return err
-		} else if ok {
-			d.Multiagent = mustJSON(ma.m)
+			if typ != "service_account" {
+				return ei.notYet("type", fmt.Sprintf("execution identity %q; every session runs as the daemon's own service account ({\"type\": \"service_account\"})", typ))
+			}
 		}
 	}
 	return nil
+}
+
+// refuseAgentExtras refuses the agent fields the SDK defines and the
+// runtime does not act on yet; their empty values (what the SDK sends when
+// they are left out, or what clears them) are accepted and stored as such.
+func refuseAgentExtras(in obj) error {
+	return firstErr(
+		in.notYetUnlessEmpty("mcp_servers", "agentkernel connects to no MCP servers yet; send [] or leave it out"),
+		in.notYetUnlessEmpty("skills", "agentkernel loads no skills yet; send [] or leave it out"),
+		in.notYetUnlessEmpty("multiagent", "sessions run one agent; send null or leave it out"),
+	)
 }
 
 func rawObjects(os []obj) json.RawMessage {
@@ -164,7 +131,9 @@ func rawObjects(os []obj) json.RawMessage {
 }
 
 // normalizeModel accepts a model string or a model_config object and
-// returns the config object ({"id": …, "speed": "standard", …}).
+// returns the config object ({"id": …, "speed": "standard"}). The options
+// no provider here passes on (fast speed, effort, inference_geo) are
+// refused rather than stored.
 func normalizeModel(in obj, k string) (json.RawMessage, error) {
 	if !in.set(k) {
 		return nil, BadRequest("field %q is required: a model id such as \"claude-sonnet-4-5\" or {\"id\": …}", in.field(k))
@@ -180,94 +149,29 @@ func normalizeModel(in obj, k string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, BadRequest("field %q must be a model id string or an object with an \"id\"", in.field(k))
 	}
-	if _, err := cfg.reqStr("id"); err != nil {
+	if id, err = cfg.reqStr("id"); err != nil {
 		return nil, err
 	}
-	if !cfg.set("speed") {
-		cfg.m["speed"] = json.RawMessage(`"standard"`)
-	}
-	if e, ok := cfg.m["effort"]; ok {
-		// A bare level is the same as {"type": level}; store one form.
-		var level string
-		if json.Unmarshal(e, &level) == nil {
-			cfg.m["effort"] = mustJSON(map[string]string{"type": level})
-		}
-	}
-	return mustJSON(cfg.m), nil
-}
-
-// Tool types of the agent_toolset and how unset policies default: with
-// none set, tools run without confirmation (issue 5, item 6).
-const (
-	toolsetType     = "agent_toolset_20260401"
-	mcpToolsetType  = "mcp_toolset"
-	customToolType  = "custom"
-	defaultToolConf = `{"enabled":true,"permission_policy":{"type":"always_allow"}}`
-)
-
-func normalizeTools(in obj) (json.RawMessage, error) {
-	tools, err := in.objects("tools")
+	speed, err := cfg.str("speed")
 	if err != nil {
 		return nil, err
 	}
-	if len(tools) > maxAgentTools {
-		return nil, BadRequest("field \"tools\" has %d entries; the limit is %d", len(tools), maxAgentTools)
+	switch speed {
+	case "", "standard":
+	case "fast":
+		return nil, cfg.notYet("speed", "every model request is sent at standard speed")
+	default:
+		return nil, BadRequest("field %q must be standard or fast, got %q", cfg.field("speed"), speed)
 	}
-	customNames := map[string]bool{}
-	for _, t := range tools {
-		typ, err := t.reqStr("type")
-		if err != nil {
-			return nil, err
-		}
-		switch typ {
-		case toolsetType, mcpToolsetType:
-			if typ == mcpToolsetType {
-				if _, err := t.reqStr("mcp_server_name"); err != nil {
-					return nil, err
-				}
-			}
-			if !t.set("configs") {
-				t.m["configs"] = json.RawMessage(`[]`)
-			} else if _, err := t.objects("configs"); err != nil {
-				return nil, err
-			}
-			if !t.set("default_config") {
-				t.m["default_config"] = json.RawMessage(defaultToolConf)
-			} else {
-				dc, _, err := t.object("default_config")
-				if err != nil {
-					return nil, err
-				}
-				if !dc.set("enabled") {
-					dc.m["enabled"] = json.RawMessage(`true`)
-				}
-				if !dc.set("permission_policy") {
-					dc.m["permission_policy"] = json.RawMessage(`{"type":"always_allow"}`)
-				}
-				t.m["default_config"] = mustJSON(dc.m)
-			}
-		case customToolType:
-			name, err := t.reqStr("name")
-			if err != nil {
-				return nil, err
-			}
-			if customNames[name] {
-				return nil, BadRequest("field %q: custom tool %q is defined twice", t.field("name"), name)
-			}
-			customNames[name] = true
-			if _, ok, err := t.object("input_schema"); err != nil {
-				return nil, err
-			} else if !ok {
-				return nil, BadRequest("field %q is required (a JSON Schema object)", t.field("input_schema"))
-			}
-			if !t.set("description") {
-				t.m["description"] = json.RawMessage(`""`)
-			}
-		default:
-			return nil, BadRequest("field %q: unknown tool type %q (want %s, %s or %s)", t.field("type"), typ, toolsetType, mcpToolsetType, customToolType)
-		}
+	if cfg.set("effort") {
+		return nil, cfg.notYet("effort", "model requests are sent without an effort level")
 	}
-	return rawObjects(tools), nil
+	if cfg.set("inference_geo") {
+		return nil, cfg.notYet("inference_geo", "the provider's default region serves every request")
+	}
+	cfg.has("effort")
+	cfg.has("inference_geo")
+	return mustJSON(map[string]string{"id": id, "speed": "standard"}), nil
 }
 
 // agentJSON is the SDK's BetaManagedAgentsAgent.

@@ -34,7 +34,7 @@ func (m *managed) createAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := newAgentDoc()
-	if err := applyAgentFields(in, &d, true); err != nil {
+	if err := firstErr(applyAgentFields(in, &d, true), in.strict()); err != nil {
 		m.writeError(w, r, err)
 		return
 	}
@@ -47,6 +47,10 @@ func (m *managed) createAgent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *managed) getAgent(w http.ResponseWriter, r *http.Request) {
+	if err := checkQuery(r.URL.Query(), "version"); err != nil {
+		m.writeError(w, r, err)
+		return
+	}
 	var version int64
 	if v := r.URL.Query().Get("version"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -102,6 +106,9 @@ func (m *managed) updateAgent(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			err = applyAgentFields(in, &d, false)
 		}
+		if err == nil {
+			err = in.strict()
+		}
 		if err != nil {
 			m.writeError(w, r, err)
 			return
@@ -150,6 +157,9 @@ func (m *managed) archiveAgent(w http.ResponseWriter, r *http.Request) {
 func (m *managed) listAgents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p, err := parsePageQuery(q, 20, 100, false)
+	if err == nil {
+		err = checkQuery(q, withCursor("include_archived")...)
+	}
 	if err != nil {
 		m.writeError(w, r, err)
 		return
@@ -187,7 +197,11 @@ func (m *managed) listAgents(w http.ResponseWriter, r *http.Request) {
 // listAgentVersions pages through every version, newest first.
 func (m *managed) listAgentVersions(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	// Versions are listed newest first, with no filters.
 	p, err := parsePageQuery(r.URL.Query(), 20, 100, true)
+	if err == nil {
+		err = checkQuery(r.URL.Query(), "limit", "page")
+	}
 	if err != nil {
 		m.writeError(w, r, err)
 		return

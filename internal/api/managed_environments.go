@@ -36,10 +36,10 @@ func (m *managed) writeEnvironment(w http.ResponseWriter, r *http.Request, e *st
 		m.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toEnvJSON(e, d))
+	writeJSON(w, http.StatusOK, m.toEnvJSON(e, d))
 }
 
-func toEnvJSON(e *store.Environment, d envDoc) map[string]any {
+func (m *managed) toEnvJSON(e *store.Environment, d envDoc) map[string]any {
 	var archived any
 	if e.ArchivedAt != nil {
 		archived = e.ArchivedAt.UTC().Format(time.RFC3339Nano)
@@ -50,14 +50,10 @@ func toEnvJSON(e *store.Environment, d envDoc) map[string]any {
 	}
 	return map[string]any{
 		"id": e.ID, "type": "environment", "name": d.Name, "description": d.Description,
-		"config": orDefault(d.Config, defaultCloudConfig()), "metadata": orEmptyMap(d.Metadata), "scope": scope,
+		"config": m.envConfigJSON(d), "metadata": orEmptyMap(d.Metadata), "scope": scope,
 		"created_at": e.CreatedAt.UTC().Format(time.RFC3339Nano), "updated_at": e.UpdatedAt.UTC().Format(time.RFC3339Nano),
 		"archived_at": archived,
 	}
-}
-
-func defaultCloudConfig() json.RawMessage {
-	return json.RawMessage(`{"type":"cloud","networking":{"type":"unrestricted"},"packages":{"type":"packages","apt":[],"cargo":[],"gem":[],"go":[],"npm":[],"pip":[]}}`)
 }
 
 // applyEnvFields writes the fields present in in onto d.
@@ -90,17 +86,14 @@ func (m *managed) applyEnvFields(in obj, d *envDoc, create bool) error {
 		if err != nil {
 			return err
 		}
-		if scope != "" && scope != "organization" && scope != "account" {
+		switch scope {
+		case "", "organization":
+		case "account":
+			return in.notYet("scope", "an environment is visible to every key of its tenant (scope organization)")
+		default:
 			return BadRequest("field \"scope\" must be organization or account")
 		}
 		d.Scope = scope
-	}
-	if create || in.has("config") {
-		cfg, err := normalizeEnvConfig(in, d.Config)
-		if err != nil {
-			return err
-		}
-		d.Config = cfg
 	}
 	if in.has("metadata") {
 		// For environments an empty string deletes a key too (SDK docs).
@@ -113,6 +106,14 @@ func (m *managed) applyEnvFields(in obj, d *envDoc, create bool) error {
 		}
 		d.Metadata = md
 	}
+	// After metadata: the networking a config may state is the one the
+	// environment's metadata gives its sandboxes.
+	if in.has("config") {
+		if err := m.checkEnvConfig(in, *d); err != nil {
+			return err
+		}
+	}
+	d.Config = json.RawMessage(`{"type":"cloud"}`)
 	return nil
 }
 
@@ -140,89 +141,6 @@ func (m *managed) checkSandboxMetadata(md map[string]string) error {
 	return nil
 }
 
-// normalizeEnvConfig merges the config field onto the current config
-// (create: the default cloud config). Networking and packages left out on
-// update keep their values.
-func normalizeEnvConfig(in obj, cur json.RawMessage) (json.RawMessage, error) {
-	base, err := parseObject("config", orDefault(cur, defaultCloudConfig()))
-	if err != nil {
-		return nil, err
-	}
-	cfg, ok, err := in.object("config")
-	if err != nil || !ok {
-		return mustJSON(base.m), err
-	}
-	typ, err := cfg.str("type")
-	if err != nil {
-		return nil, err
-	}
-	switch typ {
-	case "", "cloud":
-		if prev, _ := base.str("type"); prev != "cloud" {
-			base, _ = parseObject("config", defaultCloudConfig())
-		}
-		if net, ok, err := cfg.object("networking"); err != nil {
-			return nil, err
-		} else if ok {
-			n, err := normalizeNetworking(net)
-			if err != nil {
-				return nil, err
-			}
-			base.m["networking"] = n
-		}
-		if pk, ok, err := cfg.object("packages"); err != nil {
-			return nil, err
-		} else if ok {
-			out := map[string]any{"type": "packages"}
-			for _, mgr := range []string{"apt", "cargo", "gem", "go", "npm", "pip"} {
-				list, err := pk.strings(mgr)
-				if err != nil {
-					return nil, err
-				}
-				if list == nil {
-					list = []string{}
-				}
-				out[mgr] = list
-			}
-			base.m["packages"] = mustJSON(out)
-		}
-		base.m["type"] = json.RawMessage(`"cloud"`)
-		return mustJSON(base.m), nil
-	case "self_hosted":
-		return json.RawMessage(`{"type":"self_hosted"}`), nil
-	}
-	return nil, BadRequest("field \"config.type\": unknown environment type %q (want cloud or self_hosted)", typ)
-}
-
-func normalizeNetworking(n obj) (json.RawMessage, error) {
-	typ, err := n.reqStr("type")
-	if err != nil {
-		return nil, err
-	}
-	switch typ {
-	case "unrestricted":
-		return json.RawMessage(`{"type":"unrestricted"}`), nil
-	case "limited":
-		hosts, err := n.strings("allowed_hosts")
-		if err != nil {
-			return nil, err
-		}
-		if hosts == nil {
-			hosts = []string{}
-		}
-		mcp, err := n.bool("allow_mcp_servers")
-		if err != nil {
-			return nil, err
-		}
-		pkg, err := n.bool("allow_package_managers")
-		if err != nil {
-			return nil, err
-		}
-		return mustJSON(map[string]any{"type": "limited", "allowed_hosts": hosts, "allow_mcp_servers": mcp, "allow_package_managers": pkg}), nil
-	}
-	return nil, BadRequest("field %q: unknown networking type %q (want unrestricted or limited)", n.field("type"), typ)
-}
-
 func (m *managed) createEnvironment(w http.ResponseWriter, r *http.Request) {
 	in, err := decodeObject(r)
 	if err != nil {
@@ -230,7 +148,7 @@ func (m *managed) createEnvironment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := envDoc{Metadata: map[string]string{}}
-	if err := m.applyEnvFields(in, &d, true); err != nil {
+	if err := firstErr(m.applyEnvFields(in, &d, true), in.strict()); err != nil {
 		m.writeError(w, r, err)
 		return
 	}
@@ -239,7 +157,7 @@ func (m *managed) createEnvironment(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toEnvJSON(e, d))
+	writeJSON(w, http.StatusOK, m.toEnvJSON(e, d))
 }
 
 func (m *managed) getEnvironment(w http.ResponseWriter, r *http.Request) {
@@ -272,7 +190,7 @@ func (m *managed) updateEnvironment(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, err)
 		return
 	}
-	if err := m.applyEnvFields(in, &d, false); err != nil {
+	if err := firstErr(m.applyEnvFields(in, &d, false), in.strict()); err != nil {
 		m.writeError(w, r, err)
 		return
 	}
@@ -281,7 +199,7 @@ func (m *managed) updateEnvironment(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, notFoundAs("environment", id, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, toEnvJSON(e, d))
+	writeJSON(w, http.StatusOK, m.toEnvJSON(e, d))
 }
 
 func (m *managed) archiveEnvironment(w http.ResponseWriter, r *http.Request) {
@@ -314,6 +232,9 @@ func (m *managed) deleteEnvironment(w http.ResponseWriter, r *http.Request) {
 func (m *managed) listEnvironments(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p, err := parsePageQuery(q, 20, 100, false)
+	if err == nil {
+		err = checkQuery(q, withCursor("include_archived")...)
+	}
 	if err != nil {
 		m.writeError(w, r, err)
 		return
@@ -343,7 +264,7 @@ func (m *managed) listEnvironments(w http.ResponseWriter, r *http.Request) {
 			m.writeError(w, r, err)
 			return
 		}
-		out = append(out, toEnvJSON(e, d))
+		out = append(out, m.toEnvJSON(e, d))
 	}
 	writePage(w, out, more, func(v map[string]any) string { return v["id"].(string) })
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/ids"
@@ -69,9 +70,10 @@ func (m *managed) buildEvents(r *http.Request, sessionID string, in []obj, initi
 	return out, nil
 }
 
-// contentBlocks validates a content array: text blocks need text, image
-// and document blocks a source.
-func contentBlocks(ev obj, k string, required bool, types ...string) ([]map[string]json.RawMessage, error) {
+// contentBlocks validates a content array of text blocks. The other block
+// types the SDK defines for the field (known) are refused as not supported
+// yet: the conversation passes text only, so an image would be dropped.
+func contentBlocks(ev obj, k string, required bool, known ...string) ([]map[string]json.RawMessage, error) {
 	blocks, err := ev.objects(k)
 	if err != nil {
 		return nil, err
@@ -85,27 +87,18 @@ func contentBlocks(ev obj, k string, required bool, types ...string) ([]map[stri
 		if err != nil {
 			return nil, err
 		}
-		ok := false
-		for _, t := range types {
-			ok = ok || t == typ
+		switch {
+		case typ == "text":
+		case slices.Contains(known, typ):
+			return nil, b.notYet("type", fmt.Sprintf("%s content blocks; agentkernel passes text blocks only", typ))
+		default:
+			return nil, BadRequest("field %q: unknown content block type %q (want text)", b.field("type"), typ)
 		}
-		if !ok {
-			return nil, BadRequest("field %q: unknown content block type %q (want one of %v)", b.field("type"), typ, types)
+		if !b.set("text") {
+			return nil, BadRequest("field %q is required", b.field("text"))
 		}
-		switch typ {
-		case "text":
-			if !b.set("text") {
-				return nil, BadRequest("field %q is required", b.field("text"))
-			}
-			if _, err := b.str("text"); err != nil {
-				return nil, err
-			}
-		case "image", "document":
-			if _, ok, err := b.object("source"); err != nil {
-				return nil, err
-			} else if !ok {
-				return nil, BadRequest("field %q is required", b.field("source"))
-			}
+		if _, err := b.str("text"); err != nil {
+			return nil, err
 		}
 		out = append(out, b.m)
 	}
@@ -113,23 +106,24 @@ func contentBlocks(ev obj, k string, required bool, types ...string) ([]map[stri
 }
 
 func userMessage(ev obj) (map[string]any, error) {
-	content, err := contentBlocks(ev, "content", true, "text", "image", "document")
+	content, err := contentBlocks(ev, "content", true, "image", "document", "redacted")
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"content": content}, nil
 }
 
+// userInterrupt interrupts the session's turn. Threads exist only with
+// multiple agents, which agentkernel does not run.
 func userInterrupt(ev obj) (map[string]any, error) {
-	body := map[string]any{}
-	if ev.has("session_thread_id") {
-		t, err := ev.str("session_thread_id")
-		if err != nil {
-			return nil, err
-		}
-		body["session_thread_id"] = t
+	t, err := ev.str("session_thread_id")
+	if err != nil {
+		return nil, err
 	}
-	return body, nil
+	if t != "" {
+		return nil, ev.notYet("session_thread_id", "a session runs one agent in one thread; interrupt the session itself")
+	}
+	return map[string]any{}, nil
 }
 
 func (m *managed) customToolResult(r *http.Request, sessionID string, ev obj) (map[string]any, error) {
@@ -140,7 +134,7 @@ func (m *managed) customToolResult(r *http.Request, sessionID string, ev obj) (m
 	if err := m.referencedEvent(r, sessionID, ev, "custom_tool_use_id", useID, "agent.custom_tool_use"); err != nil {
 		return nil, err
 	}
-	content, err := contentBlocks(ev, "content", false, "text", "image", "document", "search_result")
+	content, err := contentBlocks(ev, "content", false, "image", "document", "search_result")
 	if err != nil {
 		return nil, err
 	}

@@ -123,6 +123,9 @@ func (m *managed) sendEvents(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		news, err = m.buildEvents(r, id, evs, false)
 	}
+	if err == nil {
+		err = in.strict()
+	}
 	if err != nil {
 		m.writeError(w, r, err)
 		return
@@ -146,6 +149,9 @@ func (m *managed) listEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	q := r.URL.Query()
 	p, err := parsePageQuery(q, 100, 1000, false)
+	if err == nil {
+		err = checkQuery(q, withCursor("types")...)
+	}
 	if err != nil {
 		m.writeError(w, r, err)
 		return

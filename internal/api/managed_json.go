@@ -12,15 +12,21 @@ import (
 	"strings"
 )
 
-// obj is a JSON object read leniently: fields the SDK may send that
-// agentkernel does not use are ignored rather than refused (decodeJSON's
-// strictness suits agentkernel's own API, not a foreign wire format), and
-// presence and null are visible, which update semantics need ("omit to
-// preserve; null to clear").
+// obj is a JSON object of a Managed Agents request body, read field by
+// field: presence and null are visible, which update semantics need ("omit
+// to preserve; null to clear"), and every accessor records the key it
+// looked at. Objects nested in one body share a tree, and strict refuses
+// the body if any object in it has a key no parser read: the list of
+// accepted fields is the parsers themselves, never written down twice.
 type obj struct {
 	path string // "" at the top, else e.g. "events[0]"
 	m    map[string]json.RawMessage
+	read map[string]bool
+	tree *objTree
 }
+
+// objTree is every object parsed from one request body.
+type objTree struct{ nodes []obj }
 
 // decodeObject reads the request body as one JSON object within the body
 // limit. An empty body is an empty object (archive calls send none).
@@ -39,12 +45,31 @@ func decodeObject(r *http.Request) (obj, error) {
 		return obj{}, BadRequest("reading the request body: %v", err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return obj{m: map[string]json.RawMessage{}}, nil
+		return newObj("", map[string]json.RawMessage{}, nil), nil
 	}
 	return parseObject("", body)
 }
 
-func parseObject(path string, b []byte) (obj, error) {
+// newObj starts a tree when tree is nil, else joins it.
+func newObj(path string, m map[string]json.RawMessage, tree *objTree) obj {
+	if tree == nil {
+		tree = &objTree{}
+	}
+	o := obj{path: path, m: m, read: map[string]bool{}, tree: tree}
+	tree.nodes = append(tree.nodes, o)
+	return o
+}
+
+// parseObject parses b as a JSON object that starts a tree of its own.
+func parseObject(path string, b []byte) (obj, error) { return parseIn(path, b, nil) }
+
+// child parses b as an object nested in o (same tree).
+func (o obj) child(path string, b []byte) (obj, error) { return parseIn(path, b, o.tree) }
+
+// sub makes an object nested in o from fields already parsed (same tree).
+func (o obj) sub(path string, m map[string]json.RawMessage) obj { return newObj(path, m, o.tree) }
+
+func parseIn(path string, b []byte, tree *objTree) (obj, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil {
 		var typ *json.UnmarshalTypeError
@@ -56,7 +81,32 @@ func parseObject(path string, b []byte) (obj, error) {
 	if m == nil {
 		return obj{}, BadRequest("%s: expected a JSON object, got null", orBody(path))
 	}
-	return obj{path: path, m: m}, nil
+	return newObj(path, m, tree), nil
+}
+
+// strict refuses the body if any object parsed from it has a field no
+// parser read: an unknown field, or one agentkernel forgot to handle.
+// Handlers call it after parsing and before writing anything.
+func (o obj) strict() error {
+	for _, n := range o.tree.nodes {
+		keys := make([]string, 0, len(n.m))
+		for k := range n.m {
+			if !n.read[k] {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) > 0 {
+			sort.Strings(keys)
+			return BadRequest("unknown field %q", n.field(keys[0]))
+		}
+	}
+	return nil
+}
+
+// notYet is the 400 for a field the SDK defines and agentkernel does not
+// serve yet: accepting it would store a promise nothing keeps.
+func (o obj) notYet(k, why string) error {
+	return BadRequest("field %q is not supported yet: %s", o.field(k), why)
 }
 
 func orBody(path string) string {
@@ -74,7 +124,15 @@ func (o obj) field(k string) string {
 	return o.path + "." + k
 }
 
-func (o obj) has(k string) bool { _, ok := o.m[k]; return ok }
+// has reports a field that is present (perhaps null) and marks it read;
+// every accessor goes through it.
+func (o obj) has(k string) bool {
+	_, ok := o.m[k]
+	if ok {
+		o.read[k] = true
+	}
+	return ok
+}
 
 // null reports a field that is present and JSON null.
 func (o obj) null(k string) bool {
@@ -137,11 +195,40 @@ func (o obj) object(k string) (obj, bool, error) {
 	if !o.set(k) {
 		return obj{}, false, nil
 	}
-	sub, err := parseObject(o.field(k), o.m[k])
+	sub, err := o.child(o.field(k), o.m[k])
 	if err != nil {
 		return obj{}, false, o.typeErr(k, "an object")
 	}
 	return sub, true, nil
+}
+
+// notYetUnlessEmpty refuses a field that is not supported yet unless it
+// holds nothing (absent, null, [] or {}): the SDK sends the empty value
+// for a field left out, and a client may clear one with it.
+func (o obj) notYetUnlessEmpty(k, why string) error {
+	if !o.set(k) {
+		return nil
+	}
+	switch v := string(bytes.Join(bytes.Fields(o.m[k]), nil)); {
+	case v == "[]" || v == "{}":
+		return nil
+	case v[0] != '[' && v[0] != '{':
+		return o.typeErr(k, "an array or an object")
+	}
+	return o.notYet(k, why)
+}
+
+// opaque reads an optional object whose keys are the caller's own (a JSON
+// Schema, tool arguments): it is checked to be an object and kept as is.
+func (o obj) opaque(k string) (json.RawMessage, bool, error) {
+	if !o.set(k) {
+		return nil, false, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(o.m[k], &m); err != nil || m == nil {
+		return nil, false, o.typeErr(k, "an object")
+	}
+	return o.m[k], true, nil
 }
 
 // array reads an optional array of raw elements (nil when absent or null).
@@ -168,7 +255,7 @@ func (o obj) objects(k string) ([]obj, error) {
 	out := make([]obj, len(raw))
 	for i, b := range raw {
 		p := fmt.Sprintf("%s[%d]", o.field(k), i)
-		if out[i], err = parseObject(p, b); err != nil {
+		if out[i], err = o.child(p, b); err != nil {
 			return nil, BadRequest("field %q must be an object", p)
 		}
 	}

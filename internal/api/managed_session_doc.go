@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentkernel/agentkernel/internal/ids"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
@@ -25,7 +24,6 @@ type sessionDoc struct {
 const (
 	maxSessionTitle   = 512
 	maxInitialEvents  = 50
-	maxSessionVaults  = 20
 	defaultUsageJSON  = `{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_1h_input_tokens":0,"ephemeral_5m_input_tokens":0}}`
 	agentSnapshotType = "agent"
 )
@@ -59,13 +57,13 @@ func parseAgentRef(in obj) (agentRef, error) {
 		if id == "" {
 			return agentRef{}, BadRequest("field \"agent\" must not be empty")
 		}
-		return agentRef{id: id, overrides: obj{m: map[string]json.RawMessage{}}}, nil
+		return agentRef{id: id, overrides: in.sub("agent", map[string]json.RawMessage{})}, nil
 	}
 	a, _, err := in.object("agent")
 	if err != nil {
 		return agentRef{}, BadRequest("field \"agent\" must be an agent id string or an object")
 	}
-	ref := agentRef{overrides: obj{m: map[string]json.RawMessage{}}}
+	ref := agentRef{overrides: a.sub("agent", map[string]json.RawMessage{})}
 	if ref.id, err = a.reqStr("id"); err != nil {
 		return ref, err
 	}
@@ -84,12 +82,13 @@ func parseAgentRef(in obj) (agentRef, error) {
 	switch typ {
 	case "", "agent":
 	case "agent_with_overrides":
+		// The overrides are parsed as agent fields; keys other than these
+		// stay unread in a and are refused as unknown.
 		for _, k := range []string{"system", "model", "tools", "mcp_servers", "skills"} {
 			if a.has(k) {
 				ref.overrides.m[k] = a.m[k]
 			}
 		}
-		ref.overrides.path = "agent"
 	default:
 		return ref, BadRequest("field \"agent.type\": unknown type %q (want agent or agent_with_overrides)", typ)
 	}
@@ -135,25 +134,12 @@ func decodeSessionDoc(b []byte) (sessionDoc, error) {
 	return d, nil
 }
 
-// normalizeResources gives every resource an id and checks its type.
-func normalizeResources(in obj) (json.RawMessage, error) {
-	rs, err := in.objects("resources")
-	if err != nil || rs == nil {
-		return json.RawMessage(`[]`), err
-	}
-	for _, r := range rs {
-		typ, err := r.reqStr("type")
-		if err != nil {
-			return nil, err
-		}
-		switch typ {
-		case "file", "github_repository", "memory_store":
-		default:
-			return nil, BadRequest("field %q: unknown resource type %q (want file, github_repository or memory_store)", r.field("type"), typ)
-		}
-		if !r.set("id") {
-			r.m["id"] = mustJSON(ids.New("sesrsc"))
-		}
-	}
-	return rawObjects(rs), nil
+// refuseSessionExtras refuses the session fields the SDK defines and the
+// runtime does not act on yet; their empty values are accepted.
+func refuseSessionExtras(in obj) error {
+	return firstErr(
+		in.notYetUnlessEmpty("resources", "nothing is mounted into a session's sandbox yet (files, repositories and memory stores); copy files in with a tool call or the sandbox files API"),
+		in.notYetUnlessEmpty("vault_ids", "agentkernel has no vaults yet; send [] or leave it out"),
+		in.notYetUnlessEmpty("budget", "agentkernel does not price model usage, so no budget can stop a session; send null or leave it out"),
+	)
 }

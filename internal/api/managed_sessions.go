@@ -81,18 +81,7 @@ func (m *managed) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := sessionDoc{Agent: agentSnapshot(agent, ad)}
-	if err := applySessionFields(in, &d, true); err != nil {
-		m.writeError(w, r, err)
-		return
-	}
-	if d.Resources, err = normalizeResources(in); err != nil {
-		m.writeError(w, r, err)
-		return
-	}
-	if d.VaultIDs, err = in.strings("vault_ids"); err == nil && len(d.VaultIDs) > maxSessionVaults {
-		err = BadRequest("field \"vault_ids\" has %d ids; the limit is %d", len(d.VaultIDs), maxSessionVaults)
-	}
-	if err != nil {
+	if err := firstErr(applySessionFields(in, &d, true), refuseSessionExtras(in)); err != nil {
 		m.writeError(w, r, err)
 		return
 	}
@@ -103,6 +92,9 @@ func (m *managed) createSession(w http.ResponseWriter, r *http.Request) {
 	var evs []store.NewEvent
 	if err == nil {
 		evs, err = m.buildEvents(r, "", initial, true)
+	}
+	if err == nil {
+		err = in.strict()
 	}
 	if err != nil {
 		m.writeError(w, r, err)
@@ -132,7 +124,7 @@ func (m *managed) wake(sessionID string) {
 	}
 }
 
-// applySessionFields writes title, metadata and budget from in onto d.
+// applySessionFields writes title and metadata from in onto d.
 func applySessionFields(in obj, d *sessionDoc, create bool) error {
 	if in.has("title") {
 		d.Title = nil
@@ -153,14 +145,6 @@ func applySessionFields(in obj, d *sessionDoc, create bool) error {
 			return err
 		}
 		d.Metadata = md
-	}
-	if in.has("budget") {
-		d.Budget = json.RawMessage(`null`)
-		if b, ok, err := in.object("budget"); err != nil {
-			return err
-		} else if ok {
-			d.Budget = mustJSON(b.m)
-		}
 	}
 	return nil
 }
@@ -212,10 +196,6 @@ func (m *managed) updateSession(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, err)
 		return
 	}
-	if in.set("vault_ids") {
-		m.writeError(w, r, BadRequest("field \"vault_ids\" cannot be updated yet; create a new session to change vaults"))
-		return
-	}
 	s, err := m.modifySession(r, id, func(s *store.ManagedSession) error {
 		if err := writable(s); err != nil {
 			return err
@@ -224,7 +204,7 @@ func (m *managed) updateSession(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		if err := applySessionFields(in, &d, false); err != nil {
+		if err := firstErr(applySessionFields(in, &d, false), refuseSessionExtras(in)); err != nil {
 			return err
 		}
 		if ag, ok, err := in.object("agent"); err != nil {
@@ -233,6 +213,9 @@ func (m *managed) updateSession(w http.ResponseWriter, r *http.Request) {
 			if err := m.updateSessionAgent(r, s, &d, ag); err != nil {
 				return err
 			}
+		}
+		if err := in.strict(); err != nil {
+			return err
 		}
 		s.Doc = mustJSON(d)
 		return nil
@@ -318,6 +301,15 @@ func (m *managed) deleteSession(w http.ResponseWriter, r *http.Request) {
 func (m *managed) listSessions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p, err := parsePageQuery(q, 20, 100, true)
+	if err == nil {
+		err = checkQuery(q, withCursor("include_archived", "agent_id", "agent_version", "statuses", "deployment_id", "memory_store_id")...)
+	}
+	if err == nil && q.Get("deployment_id") != "" {
+		err = BadRequest("query parameter \"deployment_id\" is not supported yet: agentkernel has no deployments")
+	}
+	if err == nil && q.Get("memory_store_id") != "" {
+		err = BadRequest("query parameter \"memory_store_id\" is not supported yet: agentkernel has no memory stores")
+	}
 	if err != nil {
 		m.writeError(w, r, err)
 		return

@@ -18,6 +18,14 @@ import (
 // it is written here (the event log persists before it publishes).
 func (m *managed) streamEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if err := checkQuery(r.URL.Query(), "event_deltas"); err != nil {
+		m.writeError(w, r, err)
+		return
+	}
+	if len(queryList(r.URL.Query(), "event_deltas")) > 0 {
+		m.writeError(w, r, BadRequest("query parameter \"event_deltas\" is not supported yet: the stream sends each event once it is complete"))
+		return
+	}
 	if _, err := m.sessionFor(r, id); err != nil {
 		m.writeError(w, r, err)
 		return

@@ -127,6 +127,9 @@ func (m *monitorAPI) activity(w http.ResponseWriter, r *http.Request) {
 // pageParams reads after (a seq) and limit (1..1000).
 func pageParams(r *http.Request, def int) (int64, int, error) {
 	q := r.URL.Query()
+	if err := checkQuery(q, "after", "limit"); err != nil {
+		return 0, 0, err
+	}
 	var after int64
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)

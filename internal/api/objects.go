@@ -154,12 +154,15 @@ func objectError(k store.ObjectKey, err error) error {
 	return err
 }
 
+// callObjectRequest is the body of POST /v1/objects/{class}/{id}/call.
+type callObjectRequest struct {
+	Method string          `json:"method"`
+	Args   json.RawMessage `json:"args"`
+}
+
 func (s *Server) callObject(w http.ResponseWriter, r *http.Request) {
 	k := objectKey(r)
-	var in struct {
-		Method string          `json:"method"`
-		Args   json.RawMessage `json:"args"`
-	}
+	var in callObjectRequest
 	if err := decodeJSON(r, &in); err != nil {
 		var ae *Error
 		if errors.As(err, &ae) && ae.Status == http.StatusRequestEntityTooLarge {
@@ -272,13 +275,16 @@ func (s *Server) checkpointObject(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toObjectJSON(o))
 }
 
+// setAlarmRequest is the body of POST /v1/objects/{class}/{id}/alarms.
+type setAlarmRequest struct {
+	Method string          `json:"method"`
+	Args   json.RawMessage `json:"args"`
+	FireAt string          `json:"fire_at"`
+}
+
 func (s *Server) setAlarm(w http.ResponseWriter, r *http.Request) {
 	k := objectKey(r)
-	var in struct {
-		Method string          `json:"method"`
-		Args   json.RawMessage `json:"args"`
-		FireAt string          `json:"fire_at"`
-	}
+	var in setAlarmRequest
 	if err := decodeJSON(r, &in); err != nil {
 		s.writeError(w, r, err)
 		return

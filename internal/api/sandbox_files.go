@@ -12,44 +12,73 @@ import (
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 )
 
-// filePath turns the {path...} wildcard into a sandbox path: relative to
-// /workspace unless absolute (send an absolute path URL-encoded,
-// %2Fetc%2Fhostname). ".." anywhere — literal or encoded — is refused, so a
-// request can never climb out of the directory it names.
+// filePath turns the {path...} wildcard into a sandbox path. A relative
+// path is relative to /workspace; an absolute one (its leading slash sent
+// URL-encoded, %2Ftmp%2Fx) names that path in the sandbox, as exec sees
+// it: the sandbox is the boundary, and the files API reaches nothing exec
+// could not. ".." anywhere — literal or encoded — is refused, so a request
+// never climbs out of the directory it names, and a workspace path never
+// follows a symlink out of /workspace (the guest resolves it in an
+// os.Root). Names over NAME_MAX and paths over PATH_MAX are refused here,
+// before a sandbox is woken for a request that cannot succeed.
 func filePath(r *http.Request) (string, error) {
 	p := r.PathValue("path")
 	if p == "" {
 		return "", BadRequest("a file path is required after /files/")
 	}
-	if strings.ContainsRune(p, 0) || strings.Contains(p, `\`) {
-		return "", BadRequest("file path %q contains a NUL or a backslash", p)
+	if strings.Contains(p, `\`) {
+		return "", BadRequest("file path %q contains a backslash", p)
 	}
-	for _, seg := range strings.Split(p, "/") {
-		if seg == ".." {
-			return "", BadRequest("file path %q contains \"..\"; paths may not climb out of the workspace", p)
-		}
+	if err := guest.CheckPath(p); err != nil {
+		return "", BadRequest("file %v", err)
 	}
 	if !path.IsAbs(p) {
 		p = path.Join(sandbox.WorkspacePath, p)
 	}
-	return path.Clean(p), nil
+	p = path.Clean(p)
+	if err := guest.CheckPath(p); err != nil {
+		return "", BadRequest("file %v", err)
+	}
+	return p, nil
 }
 
+// fileError maps the guest's answer to the caller: what the guest says of
+// the path (not found, not writable, a loop, a full disk, …) keeps its
+// status and message; anything else is the sandbox's failure.
 func (s *Server) fileError(w http.ResponseWriter, r *http.Request, id, p string, err error) {
 	var ge *guest.Error
 	switch {
 	case guest.IsNotFound(err):
 		s.writeError(w, r, NotFound("file", p))
-	case errors.As(err, &ge) && ge.Status >= 400 && ge.Status < 500:
-		s.writeError(w, r, Errorf(ge.Status, TypeInvalidRequest, "%s: %s", p, ge.Message))
+	case errors.As(err, &ge) && (ge.Status/100 == 4 || ge.Status == http.StatusInsufficientStorage):
+		s.writeError(w, r, Errorf(ge.Status, fileErrorType(ge.Status), "%s", ge.Message))
 	default:
 		s.writeError(w, r, sandboxError(id, err))
 	}
 }
 
+func fileErrorType(status int) string {
+	switch status {
+	case http.StatusForbidden:
+		return TypePermission
+	case http.StatusNotFound:
+		return TypeNotFound
+	case http.StatusConflict:
+		return TypeConflict
+	case http.StatusRequestEntityTooLarge:
+		return TypeRequestTooLarge
+	case http.StatusInsufficientStorage:
+		return TypeAPI
+	}
+	return TypeInvalidRequest
+}
+
 func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	p, err := filePath(r)
+	if err == nil {
+		err = checkQuery(r.URL.Query())
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -77,7 +106,14 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 			"file %s is %d bytes; the limit is %d bytes (sandbox.max_file_bytes)", p, fi.Size, s.maxFile))
 		return
 	}
-	b, err := s.sandboxes.ReadFile(r.Context(), tenant, id, p)
+	// The stat above is of the path itself; through a symlink, or for a
+	// file that grew since, the read is bounded on its own.
+	b, err := s.sandboxes.ReadFileMax(r.Context(), tenant, id, p, s.maxFile)
+	var ge *guest.Error
+	if errors.As(err, &ge) && ge.Status == http.StatusRequestEntityTooLarge {
+		err = Errorf(http.StatusRequestEntityTooLarge, TypeRequestTooLarge,
+			"file %s is larger than %d bytes, the limit (sandbox.max_file_bytes)", p, s.maxFile)
+	}
 	if err != nil {
 		s.fileError(w, r, id, p, err)
 		return
@@ -91,6 +127,9 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	p, err := filePath(r)
+	if err == nil {
+		err = checkQuery(r.URL.Query(), "mode")
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -132,11 +171,17 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 func (s *Server) removeFile(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	p, err := filePath(r)
+	if err == nil {
+		err = checkQuery(r.URL.Query(), "recursive")
+	}
+	var recursive bool
+	if err == nil {
+		recursive, err = queryBool(r.URL.Query(), "recursive")
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	recursive := r.URL.Query().Get("recursive") == "true"
 	if err := s.sandboxes.Remove(r.Context(), PrincipalFrom(r.Context()).TenantID, id, p, recursive); err != nil {
 		s.fileError(w, r, id, p, err)
 		return

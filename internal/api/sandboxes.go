@@ -120,18 +120,21 @@ func sandboxError(id string, err error) error {
 	return err
 }
 
+// createSandboxRequest is the body of POST /v1/sandboxes.
+type createSandboxRequest struct {
+	Driver      string                `json:"driver"`
+	Image       string                `json:"image"`
+	SleepAfter  string                `json:"sleep_after"`
+	Network     string                `json:"network"`
+	Limits      sandbox.LimitsRequest `json:"limits"`
+	Metadata    map[string]string     `json:"metadata"`
+	Environment string                `json:"environment"`
+	SessionKey  string                `json:"session_key"`
+	Start       *bool                 `json:"start"`
+}
+
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Driver      string                `json:"driver"`
-		Image       string                `json:"image"`
-		SleepAfter  string                `json:"sleep_after"`
-		Network     string                `json:"network"`
-		Limits      sandbox.LimitsRequest `json:"limits"`
-		Metadata    map[string]string     `json:"metadata"`
-		Environment string                `json:"environment"`
-		SessionKey  string                `json:"session_key"`
-		Start       *bool                 `json:"start"`
-	}
+	var in createSandboxRequest
 	if err := decodeJSON(r, &in); err != nil {
 		s.writeError(w, r, err)
 		return

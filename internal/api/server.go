@@ -6,6 +6,8 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"path"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -50,9 +52,53 @@ type Server struct {
 	maxFile   int64
 	keys      keyCache
 	objects   *object.Runtime
-	mux       *http.ServeMux
+	mux       *routeMux
 	handler   http.Handler
 }
+
+// routeMux is the ServeMux, keeping the patterns it serves and giving
+// every route that takes no body (see requestBodies) a handler that
+// refuses one.
+type routeMux struct {
+	*http.ServeMux
+	s        *Server
+	patterns []string
+}
+
+func (m *routeMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.patterns = append(m.patterns, pattern)
+	method, _, _ := strings.Cut(pattern, " ")
+	if method != http.MethodGet && method != http.MethodHead && strings.HasPrefix(pattern, method+" ") && !takesBody(pattern) {
+		h = m.s.noBody(pattern, h)
+	}
+	m.ServeMux.HandleFunc(pattern, h)
+}
+
+func (m *routeMux) Handle(pattern string, h http.Handler) { m.HandleFunc(pattern, h.ServeHTTP) }
+
+// canonical refuses, for every method but GET and HEAD, a path that
+// ServeMux would answer with a redirect to its cleaned form ("//", "/./",
+// "/../"): a client that follows the redirect sends its body to another
+// resource (PUT …/files//tmp/x would write /workspace/tmp/x).
+func (s *Server) canonical(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodConnect {
+			p := r.URL.EscapedPath()
+			clean := path.Clean("/" + p)
+			if strings.HasSuffix(p, "/") && clean != "/" {
+				clean += "/"
+			}
+			if clean != p {
+				s.writeError(w, r, BadRequest("request path %q has empty, \".\" or \"..\" segments (it would be %q); a slash that belongs to a file path is sent URL-encoded, as %%2F", p, clean))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Patterns returns the route patterns the server serves.
+func (s *Server) Patterns() []string { return append([]string(nil), s.mux.patterns...) }
 
 // New builds the server and its routes.
 func New(o Options) *Server {
@@ -68,7 +114,6 @@ func New(o Options) *Server {
 		maxBody: o.MaxBodyBytes,
 		version: o.Version,
 		metrics: newHTTPMetrics(o.Registry),
-		mux:     http.NewServeMux(),
 
 		sandboxes: o.Sandboxes,
 		maxFile:   o.MaxFileBytes,
@@ -77,6 +122,7 @@ func New(o Options) *Server {
 	if s.maxFile <= 0 {
 		s.maxFile = 64 << 20
 	}
+	s.mux = &routeMux{ServeMux: http.NewServeMux(), s: s}
 	s.mux.HandleFunc("GET /healthz", s.health)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{Registry: o.Registry}))
 
@@ -103,7 +149,7 @@ func New(o Options) *Server {
 	}
 
 	s.mux.HandleFunc("/", s.notFound)
-	s.handler = s.instrument(s.mux)
+	s.handler = s.instrument(s.canonical(s.mux))
 	return s
 }
 

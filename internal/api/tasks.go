@@ -19,14 +19,17 @@ func (m *monitorAPI) registerTaskRoutes() {
 	m.s.mux.HandleFunc("GET /v1/tasks/{id}/transcript", a(m.taskTranscript))
 }
 
+// createTaskRequest is the body of POST /v1/tasks.
+type createTaskRequest struct {
+	TicketID       string              `json:"ticket_id"`
+	Command        []string            `json:"command"`
+	Env            map[string]string   `json:"env"`
+	Sandbox        monitor.SandboxSpec `json:"sandbox"`
+	TranscriptPath string              `json:"transcript_path"`
+}
+
 func (m *monitorAPI) createTask(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		TicketID       string              `json:"ticket_id"`
-		Command        []string            `json:"command"`
-		Env            map[string]string   `json:"env"`
-		Sandbox        monitor.SandboxSpec `json:"sandbox"`
-		TranscriptPath string              `json:"transcript_path"`
-	}
+	var in createTaskRequest
 	if err := decodeJSON(r, &in); err != nil {
 		m.s.writeError(w, r, err)
 		return
@@ -48,6 +51,10 @@ func (m *monitorAPI) createTask(w http.ResponseWriter, r *http.Request) {
 
 func (m *monitorAPI) listTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if err := checkQuery(q, "ticket_id", "sandbox_id", "status", "kind"); err != nil {
+		m.s.writeError(w, r, err)
+		return
+	}
 	p := store.ListTasksParams{TenantID: PrincipalFrom(r.Context()).TenantID, TicketID: q.Get("ticket_id"), SandboxID: q.Get("sandbox_id")}
 	if st := q.Get("status"); st != "" {
 		if !store.TaskStatus(st).Valid() {

@@ -23,10 +23,13 @@ func toTenantJSON(t *store.Tenant) tenantJSON {
 
 var tenantName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
+// createTenantRequest is the body of POST /v1/tenants.
+type createTenantRequest struct {
+	Name string `json:"name"`
+}
+
 func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Name string `json:"name"`
-	}
+	var in createTenantRequest
 	if err := decodeJSON(r, &in); err != nil {
 		s.writeError(w, r, err)
 		return

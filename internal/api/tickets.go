@@ -16,12 +16,15 @@ func (m *monitorAPI) registerTicketRoutes() {
 	m.s.mux.HandleFunc("POST /v1/tickets/{id}/results", a(m.submitResult))
 }
 
+// createTicketRequest is the body of POST /v1/tickets.
+type createTicketRequest struct {
+	Title       string            `json:"title"`
+	Description string            `json:"description"`
+	Metadata    map[string]string `json:"metadata"`
+}
+
 func (m *monitorAPI) createTicket(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Title       string            `json:"title"`
-		Description string            `json:"description"`
-		Metadata    map[string]string `json:"metadata"`
-	}
+	var in createTicketRequest
 	if err := decodeJSON(r, &in); err != nil {
 		m.s.writeError(w, r, err)
 		return
@@ -44,6 +47,10 @@ func (m *monitorAPI) createTicket(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *monitorAPI) listTickets(w http.ResponseWriter, r *http.Request) {
+	if err := checkQuery(r.URL.Query(), "status"); err != nil {
+		m.s.writeError(w, r, err)
+		return
+	}
 	p := store.ListTicketsParams{TenantID: PrincipalFrom(r.Context()).TenantID}
 	if st := r.URL.Query().Get("status"); st != "" {
 		if !store.TicketStatus(st).Valid() {
@@ -99,6 +106,14 @@ func (m *monitorAPI) getTicket(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// submitResultRequest is the body of POST /v1/tickets/{id}/results.
+type submitResultRequest struct {
+	TaskID           string          `json:"task_id"`
+	Result           json.RawMessage `json:"result"`
+	ValidationStatus string          `json:"validation_status"`
+	ValidationNote   string          `json:"validation_note"`
+}
+
 // submitResult records the workflow's result. Optional: the diagnostic
 // sweep treats a workflow whose tasks all completed, none failed, as done.
 func (m *monitorAPI) submitResult(w http.ResponseWriter, r *http.Request) {
@@ -107,12 +122,7 @@ func (m *monitorAPI) submitResult(w http.ResponseWriter, r *http.Request) {
 		m.s.writeError(w, r, err)
 		return
 	}
-	var in struct {
-		TaskID           string          `json:"task_id"`
-		Result           json.RawMessage `json:"result"`
-		ValidationStatus string          `json:"validation_status"`
-		ValidationNote   string          `json:"validation_note"`
-	}
+	var in submitResultRequest
 	if err := decodeJSON(r, &in); err != nil {
 		m.s.writeError(w, r, err)
 		return

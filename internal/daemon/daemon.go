@@ -127,6 +127,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 	d.AddService(session.NewSweeper(st, session.SweeperConfig{Log: log}))
 	managed, events, runner := newManagedAPI(st, log)
 	if events != nil {
+		managed.SandboxNetwork = cfg.Sandbox.Network
 		d.events, d.runner = events, runner
 		d.AddService(events)
 		rt, err := newSessionRuntime(cfg, st, events, mgr, log)

@@ -118,6 +118,23 @@ func (c *Client) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	return io.ReadAll(resp.Body)
 }
 
+// ReadFileMax reads a regular file of at most max bytes. The guest refuses
+// a larger file (413 too_large), and the client stops reading after max
+// bytes whatever the guest sends, so a file that grows, or a guest that
+// misbehaves, cannot make the daemon hold more than max bytes.
+func (c *Client) ReadFileMax(ctx context.Context, path string, max int64) ([]byte, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/files/content", url.Values{"path": {path}, "max": {strconv.FormatInt(max, 10)}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err == nil && int64(len(b)) > max {
+		err = &Error{Status: http.StatusRequestEntityTooLarge, Code: codeTooLarge, Message: fmt.Sprintf("%s: file is larger than %d bytes", path, max)}
+	}
+	return b, err
+}
+
 // WriteFile writes a file atomically, creating parents.
 func (c *Client) WriteFile(ctx context.Context, req WriteFileRequest) error {
 	mode := req.Mode

@@ -10,6 +10,11 @@
 //
 // Bodies are JSON unless stated. Errors are a non-2xx status with
 // {"error": "...", "code": "not_found|exists|bad_request|escapes_workspace|not_dir|is_dir|not_empty|internal"}.
+// File errors name the path asked for and map every errno a caller's path
+// can meet to a 4xx (read_only and permission 403, name_too_long,
+// symlink_loop and not_regular_file 400, busy 409, too_large 413) or to
+// no_space 507; names over 255 bytes and paths over 4095 are refused
+// before any system call.
 // Relative paths resolve against the work dir (/workspace).
 //
 // File paths containing a ".." segment are refused (bad_request). A file
@@ -34,7 +39,7 @@
 //	GET  /processes/{id}             → ProcessInfo
 //	GET  /processes/{id}/output?stream=stdout|stderr&offset=N&limit=N → OutputChunk
 //	POST /processes/{id}/kill        KillRequest → ProcessInfo
-//	GET  /files/content?path=P       → raw bytes
+//	GET  /files/content?path=P[&max=N] → raw bytes of a regular file (413 over N)
 //	PUT  /files/content?path=P&mode=0644  raw body → 204 (temp file + rename)
 //	GET  /files/list?path=P          → [FileInfo]
 //	GET  /files/stat?path=P          → FileInfo

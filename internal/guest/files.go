@@ -23,6 +23,15 @@ func (s *Server) queryTarget(r *http.Request) (*fileTarget, error) {
 	return s.target(r.URL.Query().Get("path"))
 }
 
+// errTooLarge: a file is larger than the caller's max.
+var errTooLarge = errors.New("file too large")
+
+// handleReadFile streams a regular file. It opens without blocking (a named
+// pipe would otherwise hang the request until a writer appears) and
+// refuses anything but a regular file: a device such as /dev/zero never
+// ends. With max, a file larger than max bytes is refused, and at most max
+// bytes are sent even if it grows meanwhile (files in /proc report size 0,
+// so the body carries no Content-Length).
 func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) {
 	t, err := s.queryTarget(r)
 	if err != nil {
@@ -30,25 +39,40 @@ func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer t.close()
-	f, err := t.fsys.Open(t.name)
+	limit := int64(-1)
+	if v := r.URL.Query().Get("max"); v != "" {
+		if limit, err = strconv.ParseInt(v, 10, 64); err != nil || limit < 0 {
+			writeError(w, fmt.Errorf("%w: max %q is not a byte count", errBadRequest, v))
+			return
+		}
+	}
+	f, err := t.fsys.OpenFile(t.name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		writeError(w, t.wrap(err))
 		return
 	}
 	defer f.Close()
 	fi, err := f.Stat()
+	switch {
+	case err != nil:
+	case fi.IsDir():
+		err = syscall.EISDIR
+	case !fi.Mode().IsRegular():
+		err = errNotRegular
+	case limit >= 0 && fi.Size() > limit:
+		err = &pathError{path: t.path, msg: fmt.Sprintf("file is %d bytes; the limit is %d", fi.Size(), limit), err: errTooLarge}
+	}
 	if err != nil {
-		writeError(w, err)
+		writeError(w, t.wrap(err))
 		return
 	}
-	if fi.IsDir() {
-		writeError(w, fmt.Errorf("read %s: %w", t.path, syscall.EISDIR))
-		return
+	var body io.Reader = f
+	if limit >= 0 {
+		body = io.LimitReader(f, limit)
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
 	w.Header().Set("X-File-Mode", strconv.FormatUint(uint64(fi.Mode().Perm()), 8))
-	_, _ = io.Copy(w, f)
+	_, _ = io.Copy(w, body)
 }
 
 func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) {
@@ -77,14 +101,18 @@ func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) {
 // writeFile writes atomically (temp file in the same directory, fsync,
 // chmod, rename; parents created), except through a symlink: then the
 // link's target is written in place, so the link stays a link. In the
-// work dir the target must be in it too, or the write is refused.
+// work dir the target must be in it too, or the write is refused. An
+// existing pipe, socket or device is refused, never replaced or opened
+// for writing (a pipe without a reader would block).
 func writeFile(t *fileTarget, body io.Reader, mode os.FileMode) error {
 	fi, err := t.fsys.Lstat(t.name)
 	switch {
 	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
 		return writeInPlace(t, body, mode)
 	case err == nil && fi.IsDir():
-		return fmt.Errorf("write %s: %w", t.path, syscall.EISDIR)
+		return syscall.EISDIR
+	case err == nil && !fi.Mode().IsRegular():
+		return errNotRegular
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
@@ -92,7 +120,9 @@ func writeFile(t *fileTarget, body io.Reader, mode os.FileMode) error {
 	if err := t.fsys.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmpName := filepath.Join(dir, "."+filepath.Base(t.name)+".tmp-"+rand.Text()[:12])
+	// The temp name does not grow with the file's name, so any name within
+	// NAME_MAX can be written.
+	tmpName := filepath.Join(dir, ".agentkernel-tmp-"+rand.Text()[:16])
 	tmp, err := t.fsys.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -109,8 +139,19 @@ func writeFile(t *fileTarget, body io.Reader, mode os.FileMode) error {
 }
 
 func writeInPlace(t *fileTarget, body io.Reader, mode os.FileMode) error {
-	f, err := t.fsys.OpenFile(t.name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	f, err := t.fsys.OpenFile(t.name, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, mode)
 	if err != nil {
+		return err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = errNotRegular
+		}
+		return err
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
 		return err
 	}
 	return fillAndClose(f, body, mode)
@@ -164,7 +205,7 @@ func (s *Server) handleListDir(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer t.close()
-	d, err := t.fsys.Open(t.name)
+	d, err := t.fsys.OpenFile(t.name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		writeError(w, t.wrap(err))
 		return
@@ -172,7 +213,7 @@ func (s *Server) handleListDir(w http.ResponseWriter, r *http.Request) {
 	entries, err := d.ReadDir(-1)
 	d.Close()
 	if err != nil {
-		writeError(w, err)
+		writeError(w, t.wrap(err))
 		return
 	}
 	out := make([]FileInfo, 0, len(entries))
@@ -232,7 +273,7 @@ func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
 	}
 	defer t.close()
 	if t.path == "/" || t.path == s.cfg.WorkDir {
-		writeError(w, fmt.Errorf("%w: refusing to remove %s", errBadRequest, t.path))
+		writeError(w, fmt.Errorf("%w: refusing to remove %s itself", errBadRequest, t.path))
 		return
 	}
 	// A final symlink is removed itself, never its target.

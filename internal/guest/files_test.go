@@ -118,3 +118,28 @@ func TestProxy(t *testing.T) {
 		t.Fatalf("status = %d, want 502", resp.StatusCode)
 	}
 }
+
+// TestFileErrnosAreCallerErrors: every errno the files API names for a
+// caller maps to a 4xx (or 507 for a full disk), with a code, never to 500.
+func TestFileErrnosAreCallerErrors(t *testing.T) {
+	want := map[syscall.Errno]int{
+		syscall.ENOENT: 404, syscall.ENOTEMPTY: 409, syscall.EEXIST: 409, syscall.EROFS: 403,
+		syscall.EACCES: 403, syscall.EPERM: 403, syscall.ENAMETOOLONG: 400, syscall.ELOOP: 400,
+		syscall.ENOTDIR: 409, syscall.EISDIR: 409, syscall.ENOSPC: 507, syscall.EDQUOT: 507,
+		syscall.EFBIG: 413, syscall.ENXIO: 400, syscall.EBUSY: 409, syscall.ETXTBSY: 409, syscall.EINVAL: 400,
+	}
+	tgt := &fileTarget{path: "/workspace/f"}
+	for _, e := range errnoText {
+		err := tgt.wrap(&os.PathError{Op: "openat", Path: ".f.tmp", Err: e.errno})
+		status, code := errorStatus(err)
+		if status != want[e.errno] || code == codeInternal {
+			t.Errorf("%v: %d %s, want %d", e.errno, status, code, want[e.errno])
+		}
+		if msg := err.Error(); !strings.HasPrefix(msg, "/workspace/f: ") || strings.Contains(msg, ".tmp") {
+			t.Errorf("%v: message %q does not speak of the path asked for", e.errno, msg)
+		}
+	}
+	if len(want) != len(errnoText) {
+		t.Errorf("%d errnos have text, %d an expected status", len(errnoText), len(want))
+	}
+}

@@ -179,4 +179,13 @@ const (
 	// codeEscapesWorkspace: a path in the work dir leads out of it through
 	// a symlink; nothing outside was read or written.
 	codeEscapesWorkspace = "escapes_workspace"
+	// Codes of file errors (errno → code in errorStatus).
+	codeReadOnly    = "read_only"        // EROFS (403)
+	codePermission  = "permission"       // EACCES, EPERM (403)
+	codeNameTooLong = "name_too_long"    // ENAMETOOLONG (400)
+	codeSymlinkLoop = "symlink_loop"     // ELOOP (400)
+	codeNotRegular  = "not_regular_file" // a pipe, socket or device (400)
+	codeBusy        = "busy"             // EBUSY, ETXTBSY (409)
+	codeTooLarge    = "too_large"        // EFBIG, over a size limit (413)
+	codeNoSpace     = "no_space"         // ENOSPC, EDQUOT (507)
 )

@@ -177,7 +177,10 @@ func anthropicParams(req *Request) (anthropic.MessageNewParams, error) {
 }
 
 func toolSchema(raw json.RawMessage) (anthropic.ToolInputSchemaParam, error) {
-	var s anthropic.ToolInputSchemaParam
+	// Type set, so that a schema of {"type": "object"} alone is not a zero
+	// struct, which the SDK would leave out of the request (input_schema is
+	// required by the Messages API).
+	s := anthropic.ToolInputSchemaParam{Type: "object"}
 	if len(raw) == 0 {
 		return s, nil
 	}

@@ -168,6 +168,18 @@ func (m *Manager) ReadFile(ctx context.Context, tenantID, id, path string) ([]by
 	return b, err
 }
 
+// ReadFileMax reads a regular file of at most max bytes inside the
+// sandbox (guest.Client.ReadFileMax): the daemon never holds more.
+func (m *Manager) ReadFileMax(ctx context.Context, tenantID, id, path string, max int64) ([]byte, error) {
+	var b []byte
+	err := m.call(ctx, tenantID, id, func(c *guest.Client) error {
+		var err error
+		b, err = c.ReadFileMax(ctx, path, max)
+		return err
+	})
+	return b, err
+}
+
 // WriteFile writes a file inside the sandbox (atomically, parents created).
 func (m *Manager) WriteFile(ctx context.Context, tenantID, id, path string, data []byte, mode uint32) error {
 	return m.call(ctx, tenantID, id, func(c *guest.Client) error {

@@ -1,0 +1,237 @@
+package agentkernel_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentkernel/agentkernel/internal/model/anthropictest"
+)
+
+// What each Managed Agents field does, for TestEveryManagedFieldWorksOrIsRefused:
+// the first rule whose regexp matches "<body> <path>" decides.
+
+// The agent's fields, wherever they are sent: on an agent, as a session's
+// agent_with_overrides, or as a session update's agent.
+const agentFields = `^(?:agent\.(?:create|update) |session\.create \.agent<OfBetaManagedAgentsAgentWithOverridess>|session\.update \.agent)`
+const toolset = agentFields + `\.tools\[\]<OfAgentToolset20260401>`
+
+func managedRules(w *managedWalker) []fieldRule {
+	notYet := func(re, mention string) fieldRule { return rule(re).refuse(mention) }
+	toolOf := func(c *fieldCase) string {
+		_, after, _ := strings.Cut(c.leaf.path, "configs[]<Of")
+		name, _, _ := strings.Cut(after, ">")
+		return strings.ToLower(name)
+	}
+	rules := []fieldRule{
+		// Stored and returned: that is what they are for.
+		rule(agentFields + `\.(name|description)$`).does(func(t *testing.T, c *fieldCase) { w.echoesAgent(c.leaf.path)(t, c) }),
+		rule(agentFields + `\.metadata$`).does(w.echoesAgent(".metadata")),
+		// What the model is sent.
+		rule(agentFields + `\.system$`).does(w.modelSees("the system prompt", func(r anthropictest.Request, c *fieldCase) bool {
+			return strings.Contains(string(r.System), c.value.(string))
+		})),
+		rule(agentFields + `\.model\.id$`).does(w.modelSees("the model id", func(r anthropictest.Request, c *fieldCase) bool { return r.Model == c.value })),
+		notYet(agentFields+`\.model\.speed$`, "model.speed"),
+		notYet(agentFields+`\.model\.effort`, "model.effort"),
+		notYet(agentFields+`\.model\.inference_geo$`, "model.inference_geo"),
+		notYet(agentFields+`\.execution_identity<OfAWSRole>`, "execution_identity.type"),
+		rule(agentFields + `\.execution_identity<OfServiceAccount>\.type$`).does(w.echoesAgent(".execution_identity.type")),
+		notYet(agentFields+`\.mcp_servers`, "mcp_servers"),
+		notYet(agentFields+`\.multiagent`, "multiagent"),
+		notYet(agentFields+`\.skills`, "skills"),
+		rule(`^agent\.update \.version$`).with(1).does(func(t *testing.T, c *fieldCase) {
+			w.post(t, "/v1/agents/"+c.state["agent"].(string), map[string]any{"system": "now version 2"})
+			if code, out := c.send(); code != 409 || !strings.Contains(fmt.Sprint(out), `version`) {
+				t.Errorf("agent.update version 1 of an agent at version 2: %d %v, want 409", code, out)
+			}
+		}),
+		// Tools.
+		notYet(agentFields+`\.tools\[\]<OfMCPToolset>`, "tools[0].type"),
+		rule(toolset + `\.type$`).does(w.modelSees("the toolset", func(r anthropictest.Request, c *fieldCase) bool {
+			ts := toolsOf(r)
+			for _, n := range toolsetTools {
+				if ts[n] == nil {
+					return false
+				}
+			}
+			return true
+		})),
+		rule(toolset + `\.default_config\.enabled$`).with(false).does(w.modelSees("no toolset", func(r anthropictest.Request, c *fieldCase) bool {
+			return len(toolsOf(r)) == 0
+		})),
+		rule(toolset + `\.default_config\.permission_policy<OfAlwaysAsk>\.type$`).does(func(t *testing.T, c *fieldCase) { w.asks(t, c, "bash") }),
+		rule(toolset + `\.default_config\.permission_policy<OfAlwaysAllow>\.type$`).does(func(t *testing.T, c *fieldCase) {
+			w.echoesAgent(".tools[0].default_config.permission_policy.type")(t, c) // the default, resolved
+		}),
+		notYet(toolset+`\.(default_config|configs\[\]<Of\w+>)\.permission_policy<OfAuto>`, "permission_policy.type"),
+		rule(toolset + `\.configs\[\]<Of(Bash|Edit|Read|Write|Glob|Grep)>\.enabled$`).with(false).does(w.modelSees("the toolset without the disabled tool", func(r anthropictest.Request, c *fieldCase) bool {
+			ts, off := toolsOf(r), toolOf(c)
+			for _, n := range toolsetTools {
+				if (ts[n] == nil) != (n == off) {
+					return false
+				}
+			}
+			return true
+		})),
+		rule(toolset + `\.configs\[\]<Of(Bash|Edit|Read|Write|Glob|Grep)>\.permission_policy<OfAlwaysAsk>\.type$`).does(func(t *testing.T, c *fieldCase) { w.asks(t, c, toolOf(c)) }),
+		rule(toolset + `\.configs\[\]<Of(Bash|Edit|Read|Write|Glob|Grep)>\.permission_policy<OfAlwaysAllow>\.type$`).does(func(t *testing.T, c *fieldCase) {
+			w.echoesAgent(".tools[0].configs[0].permission_policy.type")(t, c) // the default, resolved
+		}),
+		rule(toolset + `\.configs\[\]<Of(Bash|Edit|Read|Write|Glob|Grep)>\.(name|type)$`).does(func(t *testing.T, c *fieldCase) {
+			w.echoesAgent(".tools[0].configs[0].name")(t, c) // the tool a config is for
+		}),
+		rule(toolset + `\.configs\[\]<OfWeb(Fetch|Search)>\.enabled$`).with(false).does(w.modelSees("no web tool (agentkernel offers none)", func(r anthropictest.Request, c *fieldCase) bool {
+			ts := toolsOf(r)
+			return ts["web_fetch"] == nil && ts["web_search"] == nil
+		})),
+		notYet(toolset+`\.configs\[\]<OfWeb(Fetch|Search)>`, "configs[0]"),
+		rule(agentFields + `\.tools\[\]<OfCustom>\.(name|type)$`).with(func(t *testing.T, c *fieldCase) any {
+			if strings.HasSuffix(c.leaf.path, ".type") {
+				return "custom"
+			}
+			return strings.ReplaceAll(c.marker, "-", "_")
+		}).does(w.modelSees("the custom tool", func(r anthropictest.Request, c *fieldCase) bool {
+			name := c.value.(string)
+			if name == "custom" {
+				name = "walk_tool"
+			}
+			return toolsOf(r)[name] != nil
+		})),
+		rule(agentFields + `\.tools\[\]<OfCustom>\.description$`).does(w.modelSees("the tool's description", func(r anthropictest.Request, c *fieldCase) bool {
+			return toolsOf(r)["walk_tool"]["description"] == c.value
+		})),
+		rule(agentFields + `\.tools\[\]<OfCustom>\.input_schema\.(properties|required\[\]|type)$`).does(w.modelSees("the tool's input schema", func(r anthropictest.Request, c *fieldCase) bool {
+			schema, _ := toolsOf(r)["walk_tool"]["input_schema"].(map[string]any)
+			switch {
+			case strings.HasSuffix(c.leaf.path, ".properties"):
+				return sameJSON(schema["properties"], c.value)
+			case strings.HasSuffix(c.leaf.path, ".required[]"):
+				return sameJSON(schema["required"], []any{c.value})
+			}
+			return schema["type"] == "object"
+		})),
+
+		// Sessions.
+		rule(`^session\.create \.agent<(OfString|OfBetaManagedAgentsAgents|OfBetaManagedAgentsAgentWithOverridess)>(\.id|\.type)?$`).with(func(t *testing.T, c *fieldCase) any {
+			switch {
+			case strings.HasSuffix(c.leaf.path, ".type") && strings.Contains(c.leaf.path, "Overrides"):
+				return "agent_with_overrides"
+			case strings.HasSuffix(c.leaf.path, ".type"):
+				return "agent"
+			}
+			return c.state["agent"]
+		}).does(w.modelSees("the agent's system prompt", func(r anthropictest.Request, c *fieldCase) bool {
+			return strings.Contains(string(r.System), "v2 of "+c.marker)
+		})),
+		rule(`^session\.create \.agent<\w+>\.version$`).with(1).does(w.modelSees("version 1 of the agent", func(r anthropictest.Request, c *fieldCase) bool {
+			return strings.Contains(string(r.System), "v1 of "+c.marker)
+		})),
+		rule(`^session\.create \.environment_id$`).with(func(t *testing.T, c *fieldCase) any { return w.envID }).does(w.echoes(".environment_id")),
+		rule(`^session\.(create|update) \.title$`).does(w.echoes(".title")),
+		rule(`^session\.(create|update) \.metadata$`).does(w.echoes(".metadata")),
+		notYet(`^session\.(create|update) \.budget`, "budget"),
+		notYet(`^session\.(create|update) \.vault_ids`, "vault_ids"),
+		notYet(`^session\.create \.resources`, "resources"),
+		notYet(`^session\.update \.agent\.mcp_servers`, "agent.mcp_servers"),
+		rule(`^session\.create \.initial_events\[\]<OfUserMessage>(\.type|\.content\[\]<OfText>\.(text|type))$`).does(func(t *testing.T, c *fieldCase) {
+			out := ok(t, c)
+			if out == nil {
+				return
+			}
+			w.waitIdle(t, out["id"].(string), 0)
+			w.requestWith(t, c.marker)
+		}),
+		notYet(`^session\.create \.initial_events\[\]<OfUserMessage>\.content\[\]<Of(Image|Document|Redacted)>`, "initial_events[0].content[0].type"),
+		notYet(`^session\.create \.initial_events\[\]<OfUserDefineOutcome>`, "initial_events[0].type"),
+
+		// Events.
+		rule(`^events\.send \.events\[\]<OfUserMessage>(\.type|\.content\[\]<OfText>\.(text|type))$`).does(func(t *testing.T, c *fieldCase) {
+			if ok(t, c) == nil {
+				return
+			}
+			w.waitIdle(t, c.state["session"].(string), 0)
+			w.requestWith(t, c.marker)
+		}),
+		notYet(`^events\.send \.events\[\]<OfUserMessage>\.content\[\]<Of(Image|Document|Redacted)>`, "events[0].content[0].type"),
+		notYet(`^events\.send \.events\[\]<OfUserCustomToolResult>\.content\[\]<Of(Image|Document|SearchResult)>`, "events[0].content[0].type").with(func(t *testing.T, c *fieldCase) any {
+			w.pendingCustomCall(t, c) // so that only the content is wrong
+			return nonDefault(t, c.leaf, c.marker)
+		}),
+		rule(`^events\.send \.events\[\]<OfUserInterrupt>\.type$`).does(func(t *testing.T, c *fieldCase) {
+			// The model hangs mid-answer; only the interrupt ends the turn.
+			s := c.state["session"].(string)
+			w.post(t, "/v1/sessions/"+s+"/events", map[string]any{"events": []any{
+				map[string]any{"type": "user.message", "content": []any{map[string]any{"type": "text", "text": "hang " + c.marker}}}}})
+			select {
+			case <-w.fake.Hanging:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the model request never came")
+			}
+			if ok(t, c) == nil {
+				return
+			}
+			w.waitIdle(t, s, 0)
+		}),
+		notYet(`^events\.send \.events\[\]<OfUserInterrupt>\.session_thread_id$`, "session_thread_id"),
+		rule(`^events\.send \.events\[\]<OfUserToolConfirmation>\.(type|tool_use_id|result|deny_message)$`).with(func(t *testing.T, c *fieldCase) any {
+			w.pendingCall(t, c, map[string]any{"tools": []any{map[string]any{"type": "agent_toolset_20260401",
+				"default_config": map[string]any{"permission_policy": map[string]any{"type": "always_ask"}}}}}, "bash", "agent.tool_use")
+			c.state["fill.events[]<OfUserToolConfirmation>.tool_use_id"] = c.state["call"]
+			switch {
+			case strings.HasSuffix(c.leaf.path, ".type"):
+				return "user.tool_confirmation"
+			case strings.HasSuffix(c.leaf.path, ".tool_use_id"):
+				return c.state["call"]
+			case strings.HasSuffix(c.leaf.path, ".result"):
+				return "deny"
+			}
+			return "denied: " + c.marker
+		}).does(func(t *testing.T, c *fieldCase) {
+			w.resumes(t, c, func(b anthropictest.Block) bool {
+				return b.IsError && (!strings.HasSuffix(c.leaf.path, ".deny_message") || strings.Contains(b.ToolResultText(), c.marker))
+			})
+		}),
+		rule(`^events\.send \.events\[\]<OfUserCustomToolResult>(\.type|\.custom_tool_use_id|\.is_error|\.content\[\]<OfText>\.(text|type))$`).with(func(t *testing.T, c *fieldCase) any {
+			w.pendingCustomCall(t, c)
+			switch {
+			case strings.HasSuffix(c.leaf.path, "<OfUserCustomToolResult>.type"):
+				return "user.custom_tool_result"
+			case strings.HasSuffix(c.leaf.path, ".custom_tool_use_id"):
+				return c.state["call"]
+			case strings.HasSuffix(c.leaf.path, ".is_error"):
+				return true
+			case strings.HasSuffix(c.leaf.path, "<OfText>.type"):
+				return "text"
+			}
+			return c.marker
+		}).does(func(t *testing.T, c *fieldCase) {
+			w.resumes(t, c, func(b anthropictest.Block) bool {
+				switch {
+				case strings.HasSuffix(c.leaf.path, ".is_error"):
+					return b.IsError
+				case strings.Contains(c.leaf.path, ".content"):
+					return strings.Contains(b.ToolResultText(), c.marker)
+				}
+				return b.ToolUseID != ""
+			})
+		}),
+		notYet(`^events\.send \.events\[\]<Of(UserDefineOutcome|UserToolResult|SystemMessage)>`, "events[0].type"),
+
+		// Environments.
+		rule(`^environment\.(create|update) \.(name|description)$`).does(func(t *testing.T, c *fieldCase) { w.echoes(c.leaf.path)(t, c) }),
+		rule(`^environment\.(create|update) \.metadata$`).does(w.echoes(".metadata")),
+		notYet(`^environment\.(create|update) \.scope$`, "scope").with("account"),
+		rule(`^environment\.(create|update) \.config<OfCloud>\.type$`).does(w.echoes(".config.type")),
+		rule(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.type$`).does(w.echoes(".config.networking.type")),
+		rule(`^environment\.(create|update) \.config<OfCloud>\.packages\.type$`).does(w.echoes(".config.packages.type")),
+		notYet(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.allowed_hosts`, "config.networking.allowed_hosts"),
+		notYet(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.allow_mcp_servers`, "config.networking.allow_mcp_servers"),
+		notYet(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.allow_package_managers`, "config.networking.allow_package_managers"),
+		notYet(`^environment\.(create|update) \.config<OfCloud>\.networking<OfUnrestricted>`, "config.networking.type"),
+		notYet(`^environment\.(create|update) \.config<OfCloud>\.packages\.\w+\[\]$`, "config.packages."),
+		notYet(`^environment\.(create|update) \.config<OfSelfHosted>`, "config.type"),
+	}
+	return rules
+}

@@ -1,0 +1,191 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// Tool types of an agent's tools. With no permission policy set, tools run
+// without confirmation (issue 5, item 6).
+const (
+	toolsetType    = "agent_toolset_20260401"
+	mcpToolsetType = "mcp_toolset"
+	customToolType = "custom"
+)
+
+// toolsetTools are the tools of agent_toolset_20260401 the guest runs;
+// webTools are the toolset's server-side tools, which agentkernel does not
+// offer (a config may only say they are disabled).
+var (
+	toolsetTools = []string{"bash", "read", "write", "edit", "glob", "grep"}
+	webTools     = []string{"web_fetch", "web_search"}
+)
+
+// normalizeTools reads the tools array field by field (every key of every
+// entry is either understood or refused) and returns it with defaults
+// filled in.
+func normalizeTools(in obj) (json.RawMessage, error) {
+	tools, err := in.objects("tools")
+	if err != nil {
+		return nil, err
+	}
+	if len(tools) > maxAgentTools {
+		return nil, BadRequest("field \"tools\" has %d entries; the limit is %d", len(tools), maxAgentTools)
+	}
+	out := make([]map[string]any, 0, len(tools))
+	names := map[string]string{} // tool name → the field that defined it
+	for _, t := range tools {
+		typ, err := t.reqStr("type")
+		if err != nil {
+			return nil, err
+		}
+		var entry map[string]any
+		switch typ {
+		case toolsetType:
+			if prev, ok := names["bash"]; ok {
+				return nil, BadRequest("field %q: %s is listed twice (first at %s)", t.field("type"), toolsetType, prev)
+			}
+			for _, n := range toolsetTools {
+				names[n] = t.path
+			}
+			entry, err = normalizeToolset(t)
+		case mcpToolsetType:
+			return nil, t.notYet("type", "MCP toolsets need MCP servers, which agentkernel does not connect to yet")
+		case customToolType:
+			entry, err = normalizeCustomTool(t, names)
+		default:
+			return nil, BadRequest("field %q: unknown tool type %q (want %s or %s)", t.field("type"), typ, toolsetType, customToolType)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, entry)
+	}
+	return mustJSON(out), nil
+}
+
+// normalizeToolset resolves the toolset as the SDK's response has it: the
+// default config and every per-tool config complete.
+func normalizeToolset(t obj) (map[string]any, error) {
+	defEnabled, defPolicy := true, "always_allow"
+	if dc, ok, err := t.object("default_config"); err != nil {
+		return nil, err
+	} else if ok {
+		enabled, policy, err := toolConfig(dc)
+		if err != nil {
+			return nil, err
+		}
+		if enabled != nil {
+			defEnabled = *enabled
+		}
+		if policy != "" {
+			defPolicy = policy
+		}
+	}
+	t.has("default_config")
+	configs, err := t.objects("configs")
+	if err != nil {
+		return nil, err
+	}
+	outConfigs := make([]map[string]any, 0, len(configs))
+	seen := map[string]bool{}
+	for _, c := range configs {
+		name, err := c.reqStr("name")
+		if err != nil {
+			return nil, err
+		}
+		if typ, err := c.str("type"); err != nil {
+			return nil, err
+		} else if typ != "" && typ != name {
+			return nil, BadRequest("field %q is %q but %q is %q; they name the same tool", c.field("type"), typ, c.field("name"), name)
+		}
+		if seen[name] {
+			return nil, BadRequest("field %q: tool %q is configured twice", c.field("name"), name)
+		}
+		seen[name] = true
+		enabled, policy, err := toolConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case slices.Contains(toolsetTools, name):
+		case slices.Contains(webTools, name):
+			// Refused unless the config only says the tool is off, which is
+			// true: agentkernel offers neither web tool.
+			if enabled == nil || *enabled {
+				return nil, c.notYet("name", fmt.Sprintf("%s is not offered by agentkernel's toolset; configure it with \"enabled\": false or leave it out", name))
+			}
+			for _, k := range []string{"allowed_domains", "blocked_domains", "max_content_tokens", "url_sources", "user_location"} {
+				if c.has(k) {
+					return nil, c.notYet(k, name+" is not offered by agentkernel's toolset")
+				}
+			}
+		default:
+			return nil, BadRequest("field %q: unknown tool %q in %s (want one of %v)", c.field("name"), name, toolsetType, append(slices.Clone(toolsetTools), webTools...))
+		}
+		if enabled == nil {
+			enabled = &defEnabled
+		}
+		if policy == "" {
+			policy = defPolicy
+		}
+		outConfigs = append(outConfigs, map[string]any{"name": name, "type": name, "enabled": *enabled, "permission_policy": map[string]string{"type": policy}})
+	}
+	return map[string]any{"type": toolsetType, "configs": outConfigs,
+		"default_config": map[string]any{"enabled": defEnabled, "permission_policy": map[string]string{"type": defPolicy}}}, nil
+}
+
+// toolConfig reads enabled and permission_policy of a default_config or a
+// per-tool config; nil and "" when absent.
+func toolConfig(c obj) (*bool, string, error) {
+	var enabled *bool
+	if c.set("enabled") {
+		b, err := c.bool("enabled")
+		if err != nil {
+			return nil, "", err
+		}
+		enabled = &b
+	}
+	c.has("enabled")
+	pp, ok, err := c.object("permission_policy")
+	c.has("permission_policy")
+	if err != nil || !ok {
+		return enabled, "", err
+	}
+	policy, err := pp.reqStr("type")
+	if err != nil {
+		return nil, "", err
+	}
+	switch policy {
+	case "always_allow", "always_ask":
+	case "auto":
+		return nil, "", pp.notYet("type", "the auto permission policy needs a classifier agentkernel does not have; use always_allow or always_ask")
+	default:
+		return nil, "", BadRequest("field %q: unknown permission policy %q (want always_allow or always_ask)", pp.field("type"), policy)
+	}
+	return enabled, policy, nil
+}
+
+func normalizeCustomTool(t obj, names map[string]string) (map[string]any, error) {
+	name, err := t.reqStr("name")
+	if err != nil {
+		return nil, err
+	}
+	if prev, ok := names[name]; ok {
+		return nil, BadRequest("field %q: tool %q is already defined by %s", t.field("name"), name, prev)
+	}
+	names[name] = t.field("name")
+	desc, err := t.str("description")
+	if err != nil {
+		return nil, err
+	}
+	schema, ok, err := t.opaque("input_schema")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, BadRequest("field %q is required (a JSON Schema object)", t.field("input_schema"))
+	}
+	return map[string]any{"type": customToolType, "name": name, "description": desc, "input_schema": schema}, nil
+}
