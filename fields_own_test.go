@@ -93,6 +93,7 @@ func newOwnWalker(t *testing.T) *ownWalker {
 	w := &ownWalker{managedWalker: &managedWalker{}, app: counterAppDir(t)}
 	w.d = daemontest.Start(t, func(c *config.Config) {
 		c.Objects = []config.ObjectClassConfig{{Class: "counter", InitCommand: []string{"/app/counter"}, AppDir: w.app}}
+		c.Sandbox.AllowHostNetwork = true // the .network rules ask for the host's
 		c.DurableObjects.AppRoots = []string{w.app}
 	})
 	t.Cleanup(func() {

@@ -137,6 +137,9 @@ func (m *managed) checkSandboxMetadata(md map[string]string) error {
 		} else if err != nil {
 			return err
 		}
+		if es.Network == sandbox.NetworkHost && !m.sandboxes.HostNetworkAllowed() {
+			return BadRequest("field %q = %q: the host's network reaches everything the host does (the daemon's API on loopback included) and the operator does not allow it ([sandbox] allow_host_network)", "metadata."+session.MetaNetwork, es.Network)
+		}
 	}
 	return nil
 }

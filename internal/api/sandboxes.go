@@ -106,6 +106,8 @@ func sandboxError(id string, err error) error {
 	switch {
 	case errors.As(err, &le):
 		return BadRequest("field %q = %s: %s", "limits."+le.Field, le.Value, le.Reason)
+	case errors.Is(err, sandbox.ErrHostNetwork):
+		return Errorf(http.StatusForbidden, TypePermission, "%s", sandbox.ErrHostNetwork)
 	case errors.Is(err, store.ErrNotFound):
 		return NotFound("sandbox", id)
 	case errors.As(err, &ue):

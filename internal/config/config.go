@@ -62,6 +62,11 @@ type SandboxConfig struct {
 	SleepAfter Duration `toml:"sleep_after"`
 	// Network is the default network mode: "none" or "host".
 	Network string `toml:"network"`
+	// AllowHostNetwork lets a request or an environment ask for the host's
+	// network, which reaches everything the host reaches (the daemon's API
+	// on loopback included): the operator's decision, never a tenant's.
+	// Network = "host" implies it.
+	AllowHostNetwork bool `toml:"allow_host_network"`
 	// MemoryMB, Pids and CPUs are every sandbox's limits unless its request
 	// or its environment asks for others; there is no unlimited.
 	MemoryMB int64   `toml:"memory_mb"`
@@ -201,6 +206,12 @@ func (c *Config) SandboxRunDir() string {
 	}
 	h := sha256.Sum256([]byte(c.Home))
 	return filepath.Join(os.TempDir(), fmt.Sprintf("agentkernel-%d", os.Getuid()), hex.EncodeToString(h[:])[:10])
+}
+
+// HostNetworkAllowed says whether sandboxes may share the host's network:
+// allow_host_network, or host as the default network.
+func (c *Config) HostNetworkAllowed() bool {
+	return c.Sandbox.AllowHostNetwork || c.Sandbox.Network == sandbox.NetworkHost
 }
 
 // SandboxLimits is the [sandbox] limit policy: defaults and maximums.

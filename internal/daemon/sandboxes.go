@@ -53,6 +53,7 @@ func newSandboxManager(cfg config.Config, st store.Store, blobs blob.Store, pins
 		DefaultDriver:     cfg.Sandbox.Driver,
 		DefaultImages:     map[string]string{process.Name: cfg.Sandbox.Image},
 		DefaultNetwork:    cfg.Sandbox.Network,
+		AllowHostNetwork:  cfg.HostNetworkAllowed(),
 		Limits:            cfg.SandboxLimits(),
 		GuestBinary:       guestBin,
 		DataDir:           cfg.SandboxDataDir(),

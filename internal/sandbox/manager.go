@@ -40,6 +40,9 @@ var (
 	ErrUnknownDriver = errors.New("unknown sandbox driver")
 	ErrDestroyed     = errors.New("sandbox is destroyed")
 	ErrInvalid       = errors.New("invalid sandbox parameters")
+	// ErrHostNetwork: a request asked for the host's network and the
+	// operator does not allow it.
+	ErrHostNetwork = errors.New(`field "network": "host" shares the host's network (the daemon's API on loopback included) and the operator does not allow it; set [sandbox] allow_host_network = true in agentkernel.toml to allow it`)
 )
 
 // Store is the part of the store the manager needs.
@@ -59,6 +62,9 @@ type ManagerConfig struct {
 	DefaultImages map[string]string
 	// DefaultNetwork is "none" unless configured.
 	DefaultNetwork string
+	// AllowHostNetwork lets a create ask for NetworkHost (the operator's
+	// [sandbox] allow_host_network); a DefaultNetwork of host implies it.
+	AllowHostNetwork bool
 	// Limits are the operator's default and maximum limits; the zero value
 	// is DefaultLimitPolicy.
 	Limits LimitPolicy
@@ -225,6 +231,11 @@ type CreateParams struct {
 	Cold bool
 }
 
+// HostNetworkAllowed says whether a sandbox may share the host's network.
+func (m *Manager) HostNetworkAllowed() bool {
+	return m.cfg.AllowHostNetwork || m.cfg.DefaultNetwork == NetworkHost
+}
+
 // Create records a sandbox and (unless Cold) warms it so the first call is
 // fast.
 func (m *Manager) Create(ctx context.Context, p CreateParams) (*Info, error) {
@@ -244,7 +255,11 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Info, error) {
 	switch p.Network {
 	case "":
 		p.Network = NetworkNone
-	case NetworkNone, NetworkHost:
+	case NetworkNone:
+	case NetworkHost:
+		if !m.HostNetworkAllowed() {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, ErrHostNetwork)
+		}
 	default:
 		return nil, fmt.Errorf("%w: network %q (accepted: %q or %q)", ErrInvalid, p.Network, NetworkNone, NetworkHost)
 	}
