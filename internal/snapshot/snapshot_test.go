@@ -266,3 +266,55 @@ func flip(b []byte, i int) []byte {
 	c[i] ^= 0xff
 	return c
 }
+
+// The workspace belongs to a sandbox that may change it while it is
+// archived. Directories it swaps for symlinks into the host between the
+// listing and the read (here deterministically, from the Exclude hook,
+// which runs exactly then) are never followed, nor are symlinked files.
+func TestWriteFollowsNothingTheSandboxSwapsIn(t *testing.T) {
+	ctx := context.Background()
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "passwd"), []byte("HOST-SECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, swap := range []string{"dir", "file"} {
+		t.Run(swap, func(t *testing.T) {
+			ws := t.TempDir()
+			os.Mkdir(filepath.Join(ws, "a"), 0o755)
+			os.WriteFile(filepath.Join(ws, "a", "passwd"), []byte("mine"), 0o644)
+			hook := func(rel string) bool {
+				if rel != "a/passwd" {
+					return false
+				}
+				switch swap {
+				case "dir": // a/ → the host directory
+					os.Rename(filepath.Join(ws, "a"), filepath.Join(ws, "a.old"))
+					os.Symlink(host, filepath.Join(ws, "a"))
+				case "file": // a/passwd → the host file
+					os.Remove(filepath.Join(ws, "a", "passwd"))
+					os.Symlink(filepath.Join(host, "passwd"), filepath.Join(ws, "a", "passwd"))
+				}
+				return false
+			}
+			var buf bytes.Buffer
+			_, err := Write(ctx, ws, &buf, WriteOptions{Exclude: hook})
+			if err == nil {
+				out := t.TempDir()
+				if _, err := Extract(ctx, bytes.NewReader(buf.Bytes()), out); err != nil {
+					t.Fatal(err)
+				}
+				// A symlink is archived as a symlink (data, resolved inside
+				// the sandbox); only a regular file could carry host data.
+				p := filepath.Join(out, "a", "passwd")
+				if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+					if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("HOST-SECRET")) {
+						t.Fatalf("the snapshot holds a host file read through the sandbox's symlink")
+					}
+				}
+			}
+			if bytes.Contains(buf.Bytes(), []byte("HOST-SECRET")) {
+				t.Fatal("the snapshot stream holds a host file")
+			}
+		})
+	}
+}
