@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -85,8 +86,8 @@ func TestAgentEventsRejectBadEvents(t *testing.T) {
 }
 
 func TestAgentCLIPostsToTheGuest(t *testing.T) {
-	c, _ := startGuest(t, nil)
-	t.Setenv(AgentSocketEnv, c.socket)
+	c, work := startGuest(t, nil)
+	t.Setenv(AgentSocketEnv, filepath.Join(filepath.Dir(work), "agent.sock"))
 	var errb strings.Builder
 	if code := AgentMain(context.Background(), []string{"heartbeat", "running"}, &errb); code != 0 {
 		t.Fatalf("heartbeat: exit %d: %s", code, errb.String())

@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -18,9 +19,13 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// startGuest serves a guest in-process on a socket in a temp dir (no
-// namespaces) and returns a client and the work dir.
-func startGuest(t *testing.T, mod func(*Config)) (*Client, string) {
+// testSecret is the sandbox secret of in-process test guests.
+var testSecret = bytes.Repeat([]byte{7}, SecretSize)
+
+// startGuest serves a guest in-process on sockets in a temp dir (no
+// namespaces) and returns a client and the work dir. The agent socket is
+// agent.sock beside the work dir.
+func startGuest(t testing.TB, mod func(*Config)) (*Client, string) {
 	t.Helper()
 	dir := t.TempDir()
 	work := filepath.Join(dir, "workspace")
@@ -28,9 +33,11 @@ func startGuest(t *testing.T, mod func(*Config)) (*Client, string) {
 		t.Fatal(err)
 	}
 	cfg := Config{
-		SocketPath: filepath.Join(dir, "guest.sock"),
-		StateDir:   filepath.Join(dir, "state"),
-		WorkDir:    work,
+		SocketPath:      filepath.Join(dir, "guest.sock"),
+		AgentSocketPath: filepath.Join(dir, "agent.sock"),
+		Secret:          testSecret,
+		StateDir:        filepath.Join(dir, "state"),
+		WorkDir:         work,
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -42,7 +49,7 @@ func startGuest(t *testing.T, mod func(*Config)) (*Client, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ctx) }()
-	c := NewClient(cfg.SocketPath)
+	c := NewClient(UnixDialer(cfg.SocketPath), testSecret)
 	t.Cleanup(func() {
 		c.Close()
 		cancel()
@@ -54,7 +61,7 @@ func startGuest(t *testing.T, mod func(*Config)) (*Client, string) {
 	return c, work
 }
 
-func waitHealthy(t *testing.T, c *Client) {
+func waitHealthy(t testing.TB, c *Client) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -89,14 +96,14 @@ func TestServeRemovesSocketOnShutdown(t *testing.T) {
 	if err := os.WriteFile(sock, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(Config{SocketPath: sock, StateDir: filepath.Join(dir, "s"), WorkDir: dir})
+	srv, err := NewServer(Config{SocketPath: sock, AgentSocketPath: filepath.Join(dir, "a.sock"), Secret: testSecret, StateDir: filepath.Join(dir, "s"), WorkDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ctx) }()
-	c := NewClient(sock)
+	c := NewClient(UnixDialer(sock), testSecret)
 	defer c.Close()
 	waitHealthy(t, c)
 	cancel()

@@ -22,8 +22,8 @@
 //	agentkernel ticket show tkt_…
 //
 // Inside a task's sandbox, agentkernel-agent (on PATH; it runs the guest
-// binary's `agent-event` command) posts to the guest on
-// /run/agentkernel/guest.sock:
+// binary's `agent-event` command) posts to the guest's agent socket,
+// /run/agentkernel/agent.sock, which takes agent events and nothing else:
 //
 //	agentkernel-agent heartbeat idle|running|degraded|failed [--data JSON]
 //	agentkernel-agent event TYPE [--data JSON]

@@ -124,10 +124,7 @@ func (m *Manager) stopDriver(ctx context.Context, e *entry, sb *store.Sandbox) e
 	if !ok {
 		return fmt.Errorf("sandbox %s: %w %q", sb.ID, ErrUnknownDriver, h.Driver)
 	}
-	if e.client != nil {
-		e.client.Close()
-		e.client, e.socket = nil, ""
-	}
+	e.dropClient()
 	if err := d.Stop(context.WithoutCancel(ctx), &h, m.cfg.StopTimeout); err != nil && !errors.Is(err, ErrGone) {
 		return fmt.Errorf("sandbox %s: stop: %w", sb.ID, err)
 	}
@@ -234,10 +231,7 @@ func (m *Manager) Destroy(ctx context.Context, tenantID, id string) (*Info, erro
 		var h Handle
 		if err := json.Unmarshal(sb.Handle, &h); err == nil {
 			if d, ok := m.cfg.Drivers[h.Driver]; ok {
-				if e.client != nil {
-					e.client.Close()
-					e.client, e.socket = nil, ""
-				}
+				e.dropClient()
 				if err := d.Destroy(context.WithoutCancel(ctx), &h); err != nil {
 					return nil, fmt.Errorf("sandbox %s: destroy: %w", id, err)
 				}

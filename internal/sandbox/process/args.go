@@ -37,10 +37,14 @@ var imageSkip = map[string]bool{
 // guestStateDir is the guest's private tmpfs for background output.
 const guestStateDir = "/.agentkernel/state"
 
-// Fds of the pipes passed to bwrap (ExtraFiles start at 3).
+// Fds passed to bwrap (ExtraFiles start at 3). bwrap consumes the first
+// two; the guest inherits the others: the daemon's listening socket and a
+// pipe holding the sandbox's secret.
 const (
-	blockFd = 3
-	infoFd  = 4
+	blockFd  = 3
+	infoFd   = 4
+	secretFd = 5
+	listenFd = 6
 )
 
 // bwrapArgs builds bwrap's command line. root is the image rootfs, or ""
@@ -70,7 +74,9 @@ func (d *Driver) bwrapArgs(spec sandbox.Spec, root string, guestFlags []string) 
 		"--dev", "/dev",
 		"--tmpfs", "/tmp",
 		"--bind", spec.WorkspaceDir, sandbox.WorkspacePath,
-		"--bind", spec.RunDir, sandbox.GuestDir,
+		// The sandbox's own: the guest's agent socket. The daemon's socket
+		// is in spec.RunDir, which is not mounted at all.
+		"--tmpfs", sandbox.AgentDir,
 		"--ro-bind", spec.GuestBinary, sandbox.GuestBinaryPath,
 		"--tmpfs", guestStateDir,
 	)
@@ -86,7 +92,7 @@ func (d *Driver) bwrapArgs(spec sandbox.Spec, root string, guestFlags []string) 
 	}
 	a = append(a,
 		// bwrap's root is a tmpfs of mount points; read-only, so the only
-		// writable places are /workspace, /tmp and the run dir.
+		// writable places are /workspace, /tmp and /run/agentkernel.
 		"--remount-ro", "/",
 		"--chdir", sandbox.WorkspacePath,
 		"--block-fd", fmt.Sprint(blockFd),
@@ -95,7 +101,8 @@ func (d *Driver) bwrapArgs(spec sandbox.Spec, root string, guestFlags []string) 
 	)
 	a = append(a, d.cfg.GuestArgs...)
 	a = append(a,
-		"--socket", sandbox.GuestDir+"/"+sandbox.GuestSocketName,
+		"--listen-fd", fmt.Sprint(listenFd),
+		"--secret-fd", fmt.Sprint(secretFd),
 		"--state-dir", guestStateDir,
 		"--workdir", sandbox.WorkspacePath,
 	)

@@ -36,7 +36,7 @@ func benchSpec(b *testing.B, guestBin string) sandbox.Spec {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { os.RemoveAll(run) })
-	return sandbox.Spec{ID: "sbx-bench", WorkspaceDir: b.TempDir(), RunDir: run, GuestBinary: guestBin}
+	return sandbox.Spec{ID: "sbx-bench", WorkspaceDir: b.TempDir(), RunDir: run, GuestBinary: guestBin, Secret: guest.NewSecret()}
 }
 
 // BenchmarkWake: Start → first successful Health over the socket.
@@ -56,7 +56,7 @@ func BenchmarkWake(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		c := guest.NewClient(h.SocketPath)
+		c := sandboxtest.Client(d, h)
 		for {
 			if _, err := c.Health(ctx); err == nil {
 				break
@@ -101,7 +101,7 @@ func BenchmarkExecGuest(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Destroy(ctx, h)
-	c := guest.NewClient(h.SocketPath)
+	c := sandboxtest.Client(d, h)
 	defer c.Close()
 	sandboxtest.WaitHealthy(b, c)
 	var samples []time.Duration

@@ -28,6 +28,10 @@ type state struct {
 	CgroupDirs []string `json:"cgroup_dirs,omitempty"`
 	// LimitNotes explains limits that could not be enforced.
 	LimitNotes map[string]string `json:"limit_notes,omitempty"`
+	// Socket is the guest's socket in the private run dir, and SocketIno
+	// its inode: Dial talks to that socket file and no other.
+	Socket    string `json:"socket"`
+	SocketIno uint64 `json:"socket_ino"`
 }
 
 func decodeState(h *sandbox.Handle) (*state, error) {
