@@ -173,3 +173,27 @@ func (c *recordingConn) Write(b []byte) (int, error) {
 	c.rec.mu.Unlock()
 	return c.Conn.Write(b)
 }
+
+// BenchmarkConnection: GET /health on a kept-alive connection against one
+// on a new connection, which pays for the connect and the handshake.
+//
+//	go test -run '^$' -bench Connection -benchtime 2000x ./internal/guest/
+func BenchmarkConnection(b *testing.B) {
+	c, _ := startGuest(b, nil)
+	ctx := context.Background()
+	b.Run("reused", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := c.Health(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("new", func(b *testing.B) {
+		for b.Loop() {
+			c.Close() // drop the idle connection
+			if _, err := c.Health(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -162,8 +162,11 @@ func (s *Server) Serve(ctx context.Context) error {
 		return err
 	}
 	defer os.Remove(s.cfg.AgentSocketPath)
+	var refusals refusalLog
 	daemonLn := &authListener{Listener: ln, secret: s.cfg.Secret, onFail: func(err error) {
-		s.log.Warn("guest: refused a connection on the daemon's socket", "err", err)
+		if n, ok := refusals.note(s.cfg.Now()); ok {
+			s.log.Warn("guest: refused a connection on the daemon's socket", "err", err, "refused_since_last_report", n)
+		}
 	}}
 	s.started = s.cfg.Now()
 	s.reaper.start()
@@ -283,4 +286,25 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 		PID:      os.Getpid(),
 		UptimeMS: s.cfg.Now().Sub(s.started).Milliseconds(),
 	})
+}
+
+// refusalLog reports refused connections at most once a minute: where the
+// sandbox can reach the daemon's socket (docker), it must not be able to
+// fill the host's container log by knocking.
+type refusalLog struct {
+	mu    sync.Mutex
+	last  time.Time
+	count int
+}
+
+func (r *refusalLog) note(now time.Time) (int, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count++
+	if !r.last.IsZero() && now.Sub(r.last) < time.Minute {
+		return 0, false
+	}
+	n := r.count
+	r.last, r.count = now, 0
+	return n, true
 }
