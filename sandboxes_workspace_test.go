@@ -69,13 +69,14 @@ func (e *workspaceEnv) hostWorkspace() string {
 }
 
 // A git-style walk of /workspace sees only what the user put there, after
-// creation and after a stop and a wake: nothing of the runtime.
+// creation, after an agent reported an event (kept by the guest until the
+// daemon pulls it), and after a stop and a wake: nothing of the runtime.
 func TestWorkspaceHoldsNothingOfTheRuntime(t *testing.T) {
 	e := newWorkspaceEnv(t)
 	if got := e.sh("find /workspace"); got != "/workspace\n" {
 		t.Fatalf("a new sandbox's workspace holds %q", got)
 	}
-	e.sh("echo mine > /workspace/file")
+	e.sh("echo mine > /workspace/file && /.agentkernel/guest agent-event heartbeat running")
 	e.stopStart()
 	e.stopStart()
 	if got := e.sh("find /workspace"); got != "/workspace\n/workspace/file\n" {

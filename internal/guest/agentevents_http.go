@@ -26,7 +26,7 @@ type agentEventHandler struct {
 func newAgentEventHandler(s *Server) *agentEventHandler { return &agentEventHandler{s: s} }
 
 func (h *agentEventHandler) events() *agentEventLog {
-	h.once.Do(func() { h.log = newAgentEventLog(h.s.cfg.WorkDir, h.s.cfg.Now) })
+	h.once.Do(func() { h.log = newAgentEventLog(h.s.cfg.RuntimeDir, h.s.cfg.Now) })
 	return h.log
 }
 

@@ -41,7 +41,7 @@ func TestAgentEventsRelayInOrderWithAck(t *testing.T) {
 	}
 	// A restarted guest (a new log on the same workspace) keeps the
 	// unacknowledged event and continues the numbering.
-	l := newAgentEventLog(work, time.Now)
+	l := newAgentEventLog(filepath.Join(work, runtimeDirName), time.Now)
 	if l.loadErr != nil || len(l.events) != 1 || l.events[0].Seq != 3 || l.lastSeq != 3 {
 		t.Fatalf("reload: %+v err %v", l.events, l.loadErr)
 	}

@@ -76,22 +76,26 @@
 // # Op records
 //
 // An exec with an op_id (^op_[0-9a-f]{16,64}$, the op journal's id of the
-// tool call, seed 003) is recorded in /workspace/.agentkernel/ops/<op_id>/:
-// "accepted" is written and fsynced (file and directories) before the
-// command starts, and result.json (exit code, timed_out, duration, the
-// first MiB of stdout and stderr with truncated flags) is written
-// atomically when it ends, before the last frame is sent. The workspace is
-// snapshotted with hibernation and restored with the sandbox, so the
-// records outlive the guest. The same op id is never run twice: a second
-// exec gets 409 op_exists with the op's state. Such an exec is not killed
-// when its client goes away: it runs on (bounded by its timeout) so its
-// result is recorded, and recovery reattaches with GET /ops/{op_id}.
-// State "accepted_gone" (accepted, not running here, no result) means the
-// command died with an earlier guest and may have had its effect.
-// /workspace/.agentkernel is the runtime's: the files API leaves it out of
-// the listing of /workspace (it stays readable by path). It exists only
-// once a journalled exec or an agent event needed it: these records must
-// survive hibernation and restore, and the workspace is what is backed up.
+// tool call, seed 003) is recorded in the runtime dir (--runtime-dir,
+// /.agentkernel/runtime in a sandbox), under ops/<op_id>/: "accepted" is
+// written and fsynced (file and directories) before the command starts,
+// and result.json (exit code, timed_out, duration, the first MiB of stdout
+// and stderr with truncated flags) is written atomically when it ends,
+// before the last frame is sent. The daemon snapshots the runtime dir with
+// the workspace at hibernation and restores both with the sandbox, so the
+// records outlive the guest, without being among the user's files. The
+// same op id is never run twice: a second exec gets 409 op_exists with the
+// op's state. Such an exec is not killed when its client goes away: it
+// runs on (bounded by its timeout) so its result is recorded, and recovery
+// reattaches with GET /ops/{op_id}. State "accepted_gone" (accepted, not
+// running here, no result) means the command died with an earlier guest
+// and may have had its effect. Unpulled agent events are kept there too
+// (agent-events/).
+//
+// Earlier versions kept both in /workspace/.agentkernel; a guest with a
+// runtime dir moves them there when it starts (migrate.go). Without one
+// (tests) it still uses /workspace/.agentkernel, which the files API
+// leaves out of the listing of /workspace (it stays readable by path).
 //
 // # PID 1
 //

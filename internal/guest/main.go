@@ -50,6 +50,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	listenFD := fs.Int("listen-fd", -1, "inherited listening unix socket to serve the daemon on (instead of --socket)")
 	secretFD := fs.Int("secret-fd", -1, "inherited file to read the sandbox's secret from (one hex line)")
 	fs.StringVar(&cfg.AgentSocketPath, "agent-socket", cfg.AgentSocketPath, "unix socket that takes agent events from inside the sandbox")
+	fs.StringVar(&cfg.RuntimeDir, "runtime-dir", cfg.RuntimeDir, "directory for op records and agent events (default: .agentkernel in the work dir)")
 	fs.StringVar(&cfg.StateDir, "state-dir", cfg.StateDir, "directory for background process output")
 	fs.StringVar(&cfg.WorkDir, "workdir", cfg.WorkDir, "default cwd and base of relative paths")
 	fs.StringVar(&cfg.ProxyTarget, "proxy-target", cfg.ProxyTarget, "where /proxy/ requests go")

@@ -30,6 +30,13 @@ type Config struct {
 	// and nothing else, with no secret. Required; DefaultConfig has
 	// DefaultAgentSocketPath.
 	AgentSocketPath string
+	// RuntimeDir holds what must outlive the guest and the sandbox's
+	// hibernation: op records (ops/) and unpulled agent events
+	// (agent-events/). The daemon backs it up with the workspace, but it
+	// is not in the workspace. Empty means WorkDir/.agentkernel, as earlier
+	// versions kept them; otherwise, records an earlier version left there
+	// are moved here when the guest starts.
+	RuntimeDir string
 	// StateDir holds background process output (default /.agentkernel/state).
 	StateDir string
 	// WorkDir is the default cwd and the base of relative paths
@@ -106,6 +113,11 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	// The files API compares paths against it (fsys.go).
 	cfg.WorkDir = filepath.Clean(cfg.WorkDir)
+	legacyRuntime := filepath.Join(cfg.WorkDir, runtimeDirName)
+	if cfg.RuntimeDir == "" {
+		cfg.RuntimeDir = legacyRuntime
+	}
+	cfg.RuntimeDir = filepath.Clean(cfg.RuntimeDir)
 	if cfg.ProxyTarget == "" {
 		cfg.ProxyTarget = def.ProxyTarget
 	}
@@ -132,7 +144,7 @@ func NewServer(cfg Config) (*Server, error) {
 		s.self = self
 	}
 	s.procs = newProcessTable(s)
-	s.ops = newOpTable(cfg.WorkDir, cfg.Now, cfg.Logger)
+	s.ops = newOpTable(cfg.RuntimeDir, cfg.Now, cfg.Logger)
 	h, err := s.routes()
 	if err != nil {
 		return nil, err
@@ -147,6 +159,13 @@ func NewServer(cfg Config) (*Server, error) {
 func (s *Server) Serve(ctx context.Context) error {
 	if err := os.MkdirAll(s.cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("guest: state dir: %w", err)
+	}
+	if legacy := filepath.Join(s.cfg.WorkDir, runtimeDirName); s.cfg.RuntimeDir != legacy {
+		if err := migrateRuntime(legacy, s.cfg.RuntimeDir); err != nil {
+			// The records stay where they were; op recovery then reports
+			// such an op as unknown, which is why this fails the start.
+			return fmt.Errorf("guest: move the runtime's records out of the workspace: %w", err)
+		}
 	}
 	ln := s.cfg.Listener
 	if ln == nil {

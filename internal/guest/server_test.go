@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,6 +43,15 @@ func startGuest(t testing.TB, mod func(*Config)) (*Client, string) {
 	if mod != nil {
 		mod(&cfg)
 	}
+	c, stop := serveGuest(t, cfg)
+	t.Cleanup(stop)
+	return c, work
+}
+
+// serveGuest serves cfg in-process until stop, which returns once the
+// guest has shut down.
+func serveGuest(t testing.TB, cfg Config) (c *Client, stop func()) {
+	t.Helper()
 	srv, err := NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -49,16 +59,19 @@ func startGuest(t testing.TB, mod func(*Config)) (*Client, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ctx) }()
-	c := NewClient(UnixDialer(cfg.SocketPath), testSecret)
-	t.Cleanup(func() {
-		c.Close()
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	c = NewClient(UnixDialer(cfg.SocketPath), testSecret)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			c.Close()
+			cancel()
+			if err := <-errc; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		})
+	}
 	waitHealthy(t, c)
-	return c, work
+	return c, stop
 }
 
 func waitHealthy(t testing.TB, c *Client) {

@@ -27,6 +27,10 @@ const (
 	AgentDir = "/run/agentkernel"
 	// GuestBinaryPath is where the guest binary is visible inside the sandbox.
 	GuestBinaryPath = "/.agentkernel/guest"
+	// RuntimePath is where Spec.RuntimeDir is mounted read-write: the
+	// guest's op records and agent events, backed up with the workspace
+	// but not in it.
+	RuntimePath = "/.agentkernel/runtime"
 	// AppPath is where an object class's app_dir is mounted read-only.
 	AppPath = "/app"
 )
@@ -61,6 +65,10 @@ type Spec struct {
 	Limits  Limits
 	// WorkspaceDir is the host directory mounted read-write at WorkspacePath.
 	WorkspaceDir string
+	// RuntimeDir, if set, is the host directory mounted read-write at
+	// RuntimePath, where the guest keeps what must outlive it (without
+	// one it keeps it in /workspace/.agentkernel, as earlier versions did).
+	RuntimeDir string
 	// RunDir is a host directory private to the daemon (mode 0700, empty at
 	// start, short enough for unix socket paths): the driver keeps the
 	// sandbox's guest socket and log there. It is never mounted into the

@@ -131,9 +131,10 @@ func (m *Manager) stopDriver(ctx context.Context, e *entry, sb *store.Sandbox) e
 	return nil
 }
 
-// snapshot streams the workspace as tar+zstd into a new blob, reads it back
-// to verify (size and sha256 by the blob store, entry counts and bytes by
-// the archive), and only then records the backup.
+// snapshot streams the workspace, and the guest's records beside it, as
+// tar+zstd into a new blob, reads it back to verify (size and sha256 by
+// the blob store, entry counts and bytes by the archive), and only then
+// records the backup.
 func (m *Manager) snapshot(ctx context.Context, sb *store.Sandbox) (*store.Backup, error) {
 	start := m.clock.Now()
 	backupID := ids.New("bkp")
@@ -143,7 +144,7 @@ func (m *Manager) snapshot(ctx context.Context, sb *store.Sandbox) (*store.Backu
 	werr := make(chan error, 1)
 	go func() {
 		var err error
-		wst, err = snapshot.Write(ctx, m.workspaceDir(sb.ID), pw, snapshot.WriteOptions{})
+		wst, err = snapshot.Write(ctx, m.workspaceDir(sb.ID), pw, snapshot.WriteOptions{Runtime: m.runtimeDir(sb.ID)})
 		pw.CloseWithError(err)
 		werr <- err
 	}()

@@ -62,8 +62,9 @@ type ManagerConfig struct {
 	// GuestBinary is the static guest binary injected into every sandbox.
 	GuestBinary string
 	// DataDir holds each sandbox's private directory: its host workspace
-	// (DataDir/<id>/workspace, mounted into the sandbox) and its
-	// generation stamp (DataDir/<id>/generation, not mounted).
+	// (DataDir/<id>/workspace, mounted into the sandbox), the guest's
+	// durable records (DataDir/<id>/runtime, mounted) and its generation
+	// stamp (DataDir/<id>/generation, not mounted).
 	DataDir string
 	// RunDir holds each sandbox's private run directory, RunDir/<id>
 	// (Spec.RunDir). Keep it short: unix socket paths are limited to 107
@@ -281,6 +282,9 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Info, error) {
 	if err := os.Mkdir(m.workspaceDir(id), 0o755); err != nil {
 		return nil, err
 	}
+	if err := os.Mkdir(m.runtimeDir(id), 0o755); err != nil {
+		return nil, err
+	}
 	m.log.InfoContext(ctx, "sandbox created", "sandbox", id, "driver", p.Driver, "tenant", p.TenantID)
 	if p.Cold {
 		return info(sb), nil
@@ -365,6 +369,12 @@ func (m *Manager) workspaceDir(id string) string {
 	return filepath.Join(m.cfg.DataDir, id, "workspace")
 }
 func (m *Manager) runDir(id string) string { return filepath.Join(m.cfg.RunDir, id) }
+
+// runtimeDir holds the guest's durable records (Spec.RuntimeDir): backed
+// up and restored with the workspace, beside it rather than inside it.
+func (m *Manager) runtimeDir(id string) string {
+	return filepath.Join(m.cfg.DataDir, id, "runtime")
+}
 
 // WorkspaceDir is the host directory of a sandbox's /workspace (tests,
 // benchmarks).

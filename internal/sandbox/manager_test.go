@@ -463,3 +463,46 @@ func guestPID(t *testing.T, handle []byte) int {
 	}
 	return st.PID
 }
+
+// The guest's records of journalled commands are not in the workspace but
+// beside it, and they are backed up and restored with it: after the host
+// lost both, a woken sandbox still knows the op ran and what it returned.
+func TestOpRecordsLiveBesideTheWorkspaceAndSurviveRestore(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	in, err := e.m.Create(ctx, sandbox.CreateParams{TenantID: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := "op_00000000000000000000000000000001"
+	res, err := e.m.Exec(ctx, "t1", in.ID, guest.ExecRequest{OpID: op, Shell: "echo did-it"}, nil)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("journalled exec: %+v %v", res, err)
+	}
+	if got := e.exec(t, in.ID, "find /workspace"); got != "/workspace\n" {
+		t.Fatalf("the workspace holds %q", got)
+	}
+	if _, err := e.m.Hibernate(ctx, "t1", in.ID); err != nil {
+		t.Fatal(err)
+	}
+	ws := e.m.WorkspaceDir(in.ID)
+	for _, d := range []string{ws, filepath.Join(filepath.Dir(ws), "runtime")} {
+		if err := os.RemoveAll(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var st *guest.OpStatus
+	if err := e.m.Client(ctx, "t1", in.ID, func(c *guest.Client) error {
+		var err error
+		st, err = c.Op(ctx, op)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if st.State != guest.OpStateFinished || string(st.Result.Stdout) != "did-it\n" {
+		t.Fatalf("op after restore: %+v", st)
+	}
+	if got := e.exec(t, in.ID, "find /workspace"); got != "/workspace\n" {
+		t.Fatalf("after restore the workspace holds %q", got)
+	}
+}

@@ -111,11 +111,16 @@ func (m *Manager) startDriver(ctx context.Context, e *entry, sb *store.Sandbox) 
 	if err != nil {
 		return nil, err
 	}
+	// Sandboxes created by earlier versions have none yet.
+	if err := os.MkdirAll(m.runtimeDir(sb.ID), 0o755); err != nil {
+		return nil, err
+	}
 	mounts, env := m.hookMounts(sb)
 	secret := guest.NewSecret()
 	h, err := d.Start(ctx, Spec{
 		ID: sb.ID, Image: sb.Image, Network: sb.Network, Limits: limits,
-		WorkspaceDir: m.workspaceDir(sb.ID), RunDir: run, GuestBinary: m.cfg.GuestBinary,
+		WorkspaceDir: m.workspaceDir(sb.ID), RuntimeDir: m.runtimeDir(sb.ID),
+		RunDir: run, GuestBinary: m.cfg.GuestBinary,
 		Secret: secret,
 		Labels: map[string]string{"agentkernel.tenant": sb.TenantID},
 		Mounts: mounts, Env: env,
@@ -344,7 +349,7 @@ func (m *Manager) restoreIfNeeded(ctx context.Context, sb *store.Sandbox) error 
 		return fmt.Errorf("sandbox %s: open backup %s: %w", sb.ID, b.ID, err)
 	}
 	defer r.Close()
-	st, err := snapshot.Replace(ctx, r, m.workspaceDir(sb.ID))
+	st, err := snapshot.Replace(ctx, r, m.workspaceDir(sb.ID), m.runtimeDir(sb.ID))
 	if err != nil {
 		return fmt.Errorf("sandbox %s: restore backup %s: %w", sb.ID, b.ID, err)
 	}

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"archive/tar"
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -17,81 +18,142 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Verify reads a whole archive without writing anything and returns its
-// Stats; it fails on a truncated or corrupt stream or an unsafe entry.
+// Verify reads a whole archive (every part) without writing anything and
+// returns its Stats; it fails on a truncated or corrupt stream or an unsafe
+// entry.
 func Verify(ctx context.Context, r io.Reader) (Stats, error) {
 	return walkArchive(ctx, r, nil)
 }
 
-// Extract restores an archive into dir, which must exist. Every path is
-// resolved through an os.Root on dir: nothing is read or written outside it.
-func Extract(ctx context.Context, r io.Reader, dir string) (Stats, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return Stats{}, err
+// Extract restores an archive into dirs, which must exist: its first part
+// (the workspace) into dirs[0], its second (WriteOptions.Runtime) into
+// dirs[1]; a part without a directory is read and checked, not restored.
+// Every path is resolved through an os.Root on its directory: nothing is
+// read or written outside it.
+func Extract(ctx context.Context, r io.Reader, dirs ...string) (Stats, error) {
+	xs := make([]*extractor, len(dirs))
+	for i, dir := range dirs {
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return Stats{}, err
+		}
+		defer root.Close()
+		xs[i] = &extractor{root: root, chown: os.Geteuid() == 0}
 	}
-	defer root.Close()
-	x := &extractor{root: root, chown: os.Geteuid() == 0}
-	st, err := walkArchive(ctx, r, x)
+	st, err := walkArchive(ctx, r, xs)
 	if err != nil {
 		return st, err
 	}
-	return st, x.finish()
+	for _, x := range xs {
+		if err := x.finish(); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
 }
 
-// Replace restores an archive in place of dir's contents: it extracts into a
-// sibling directory and swaps it in only when extraction succeeded, so a bad
-// archive never leaves a half-restored workspace.
-func Replace(ctx context.Context, r io.Reader, dir string) (Stats, error) {
-	parent, base := filepath.Dir(dir), filepath.Base(dir)
-	tmp, err := os.MkdirTemp(parent, "."+base+".restore-")
-	if err != nil {
-		return Stats{}, err
+// Replace restores an archive in place of the contents of dirs (see
+// Extract): it extracts each part into a sibling directory and swaps them
+// in only when the whole archive was extracted, so a bad archive never
+// leaves a half-restored workspace. A part the archive lacks (a backup
+// taken before the runtime directory existed) leaves its directory empty.
+func Replace(ctx context.Context, r io.Reader, dirs ...string) (Stats, error) {
+	tmps := make([]string, 0, len(dirs))
+	cleanup := func() {
+		for _, t := range tmps {
+			os.RemoveAll(t)
+		}
 	}
-	st, err := Extract(ctx, r, tmp)
+	for _, dir := range dirs {
+		tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".restore-")
+		if err != nil {
+			cleanup()
+			return Stats{}, err
+		}
+		tmps = append(tmps, tmp)
+	}
+	st, err := Extract(ctx, r, tmps...)
 	if err != nil {
-		os.RemoveAll(tmp)
+		cleanup()
 		return st, err
 	}
+	for i, dir := range dirs {
+		if err := swapIn(tmps[i], dir); err != nil {
+			cleanup()
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// swapIn puts tmp in place of dir (keeping dir's mode) and removes the old
+// contents.
+func swapIn(tmp, dir string) error {
 	if fi, err := os.Stat(dir); err == nil {
 		_ = os.Chmod(tmp, fi.Mode().Perm())
 	}
 	old := tmp + ".old"
 	if err := os.Rename(dir, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		os.RemoveAll(tmp)
-		return st, err
+		return err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		_ = os.Rename(old, dir)
-		os.RemoveAll(tmp)
-		return st, err
+		return err
 	}
-	return st, os.RemoveAll(old)
+	return os.RemoveAll(old)
 }
 
-func walkArchive(ctx context.Context, r io.Reader, x *extractor) (Stats, error) {
+// maxParts bounds the tar archives one snapshot stream may hold.
+const maxParts = 2
+
+// walkArchive reads every part of the stream (one tar archive after the
+// other in one zstd stream) and, where xs has an extractor for a part,
+// restores it.
+func walkArchive(ctx context.Context, r io.Reader, xs []*extractor) (Stats, error) {
 	var st Stats
 	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
 	if err != nil {
 		return st, err
 	}
 	defer zr.Close()
-	tr := tar.NewReader(zr)
+	br := bufio.NewReaderSize(zr, 64<<10)
 	buf := make([]byte, 1<<20)
+	for part := 0; ; part++ {
+		if part > 0 {
+			if _, err := br.Peek(1); errors.Is(err, io.EOF) {
+				return st, nil
+			} else if err != nil {
+				return st, fmt.Errorf("snapshot: read archive: %w", err)
+			}
+		}
+		if part == maxParts {
+			return st, fmt.Errorf("snapshot: read archive: more than %d parts", maxParts)
+		}
+		var x *extractor
+		if part < len(xs) {
+			x = xs[part]
+		}
+		if err := walkPart(ctx, tar.NewReader(br), x, buf, &st); err != nil {
+			return st, err
+		}
+	}
+}
+
+func walkPart(ctx context.Context, tr *tar.Reader, x *extractor, buf []byte, st *Stats) error {
 	for {
 		if err := ctx.Err(); err != nil {
-			return st, err
+			return err
 		}
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return st, nil
+			return nil
 		}
 		if err != nil {
-			return st, fmt.Errorf("snapshot: read archive: %w", err)
+			return fmt.Errorf("snapshot: read archive: %w", err)
 		}
 		name, err := safeName(hdr.Name)
 		if err != nil {
-			return st, err
+			return err
 		}
 		switch hdr.Typeflag {
 		case tar.TypeDir:
@@ -117,10 +179,10 @@ func walkArchive(ctx context.Context, r io.Reader, x *extractor) (Stats, error) 
 				err = x.symlink(name, hdr)
 			}
 		default:
-			return st, &unsafeEntryError{Name: hdr.Name, Reason: fmt.Sprintf("entry type %q is never restored", hdr.Typeflag)}
+			return &unsafeEntryError{Name: hdr.Name, Reason: fmt.Sprintf("entry type %q is never restored", hdr.Typeflag)}
 		}
 		if err != nil {
-			return st, fmt.Errorf("snapshot: restore %s: %w", name, err)
+			return fmt.Errorf("snapshot: restore %s: %w", name, err)
 		}
 	}
 }

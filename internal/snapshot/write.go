@@ -26,6 +26,12 @@ type WriteOptions struct {
 	Exclude func(rel string) bool
 	// Level is the zstd level; default SpeedFastest (like `zstd -1`).
 	Level zstd.EncoderLevel
+	// Runtime, if set, is a second directory (the guest's durable records)
+	// archived after dir as a second tar archive in the same zstd stream.
+	// A reader that knows only the first part (an earlier version) stops
+	// at its end; Extract and Replace restore it into their second
+	// directory. A missing Runtime directory is archived as empty.
+	Runtime string
 }
 
 // Write archives dir (its contents, not dir itself) as tar + zstd to w.
@@ -41,28 +47,20 @@ func Write(ctx context.Context, dir string, w io.Writer, opts WriteOptions) (Sta
 	if opts.Level == 0 {
 		opts.Level = zstd.SpeedFastest
 	}
-	root, err := beneath.OpenDir(dir)
-	if err != nil {
-		return st, fmt.Errorf("snapshot %s: %w", dir, err)
-	}
-	defer root.Close()
-	top, err := beneath.Open(root, ".", os.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return st, fmt.Errorf("snapshot %s: %w", dir, err)
-	}
-	defer top.Close()
 	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(opts.Level), zstd.WithEncoderConcurrency(2))
 	if err != nil {
 		return st, err
 	}
-	a := &archiver{ctx: ctx, tw: tar.NewWriter(zw), buf: make([]byte, 1<<20), opts: opts, st: &st}
-	if err := a.dir(top, ""); err != nil {
-		zw.Close()
-		return st, fmt.Errorf("snapshot %s: %w", dir, err)
-	}
-	if err := a.tw.Close(); err != nil {
+	buf := make([]byte, 1<<20)
+	if err := writePart(ctx, zw, dir, false, buf, opts.Exclude, &st); err != nil {
 		zw.Close()
 		return st, err
+	}
+	if opts.Runtime != "" {
+		if err := writePart(ctx, zw, opts.Runtime, true, buf, nil, &st); err != nil {
+			zw.Close()
+			return st, err
+		}
 	}
 	if err := zw.Close(); err != nil {
 		return st, err
@@ -70,12 +68,35 @@ func Write(ctx context.Context, dir string, w io.Writer, opts WriteOptions) (Sta
 	return st, nil
 }
 
+// writePart writes dir as one tar archive (with its end marker) to w.
+func writePart(ctx context.Context, w io.Writer, dir string, missingOK bool, buf []byte, exclude func(string) bool, st *Stats) error {
+	tw := tar.NewWriter(w)
+	root, err := beneath.OpenDir(dir)
+	if errors.Is(err, fs.ErrNotExist) && missingOK {
+		return tw.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", dir, err)
+	}
+	defer root.Close()
+	top, err := beneath.Open(root, ".", os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", dir, err)
+	}
+	defer top.Close()
+	a := &archiver{ctx: ctx, tw: tw, buf: buf, exclude: exclude, st: st}
+	if err := a.dir(top, ""); err != nil {
+		return fmt.Errorf("snapshot %s: %w", dir, err)
+	}
+	return tw.Close()
+}
+
 type archiver struct {
-	ctx  context.Context
-	tw   *tar.Writer
-	buf  []byte
-	opts WriteOptions
-	st   *Stats
+	ctx     context.Context
+	tw      *tar.Writer
+	buf     []byte
+	exclude func(rel string) bool
+	st      *Stats
 }
 
 // dir archives the entries of d (at rel, "" for the root) in lexical
@@ -98,7 +119,7 @@ func (a *archiver) dir(d *os.File, rel string) error {
 }
 
 func (a *archiver) entry(parent *os.File, name, rel string) error {
-	if a.opts.Exclude != nil && a.opts.Exclude(rel) {
+	if a.exclude != nil && a.exclude(rel) {
 		return nil
 	}
 	var lst unix.Stat_t

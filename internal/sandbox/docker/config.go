@@ -71,6 +71,11 @@ func buildCreate(spec sandbox.Spec, image string) (*createOptions, error) {
 		{Type: mount.TypeBind, Source: spec.WorkspaceDir, Target: sandbox.WorkspacePath},
 		{Type: mount.TypeBind, Source: filepath.Join(spec.RunDir, sockDirName), Target: guestSockDir},
 	}
+	cmd := []string{"guest", "--state-dir", guestStateDir, "--socket", guestSockDir + "/" + guestSockName, "--secret-fd", "0"}
+	if spec.RuntimeDir != "" {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: spec.RuntimeDir, Target: sandbox.RuntimePath})
+		cmd = append(cmd, "--runtime-dir", sandbox.RuntimePath)
+	}
 	for _, m := range spec.Mounts {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
 	}
@@ -101,7 +106,7 @@ func buildCreate(spec sandbox.Spec, image string) (*createOptions, error) {
 		// accepted by the stand-alone guest build too). The secret comes on
 		// stdin, written once by Start: never in the container's config,
 		// files or environment.
-		Cmd:         []string{"guest", "--state-dir", guestStateDir, "--socket", guestSockDir + "/" + guestSockName, "--secret-fd", "0"},
+		Cmd:         cmd,
 		Env:         env,
 		WorkingDir:  sandbox.WorkspacePath,
 		Labels:      labels,

@@ -80,6 +80,10 @@ func (d *Driver) bwrapArgs(spec sandbox.Spec, root string, guestFlags []string) 
 		"--ro-bind", spec.GuestBinary, sandbox.GuestBinaryPath,
 		"--tmpfs", guestStateDir,
 	)
+	if spec.RuntimeDir != "" {
+		a = append(a, "--bind", spec.RuntimeDir, sandbox.RuntimePath)
+		guestFlags = append(guestFlags, "--runtime-dir", sandbox.RuntimePath)
+	}
 	for _, m := range spec.Mounts {
 		if !filepath.IsAbs(m.Source) || !filepath.IsAbs(m.Target) {
 			return nil, fmt.Errorf("process driver: mount %q → %q: both paths must be absolute", m.Source, m.Target)
@@ -92,7 +96,8 @@ func (d *Driver) bwrapArgs(spec sandbox.Spec, root string, guestFlags []string) 
 	}
 	a = append(a,
 		// bwrap's root is a tmpfs of mount points; read-only, so the only
-		// writable places are /workspace, /tmp and /run/agentkernel.
+		// writable places are /workspace, /tmp, /run/agentkernel and the
+		// runtime dir.
 		"--remount-ro", "/",
 		"--chdir", sandbox.WorkspacePath,
 		"--block-fd", fmt.Sprint(blockFd),
