@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -196,4 +197,25 @@ func BenchmarkConnection(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Execs reuse one connection: each new one costs a connect and a
+// handshake, so the client reads every answer to its end.
+func TestExecReusesTheConnection(t *testing.T) {
+	_, work := startGuest(t, nil)
+	sock := filepath.Join(filepath.Dir(work), "guest.sock")
+	var dials atomic.Int64
+	c := NewClient(func(ctx context.Context) (net.Conn, error) {
+		dials.Add(1)
+		return UnixDialer(sock)(ctx)
+	}, testSecret)
+	defer c.Close()
+	for range 20 {
+		if res, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"true"}}, nil); err != nil || res.ExitCode != 0 {
+			t.Fatalf("exec: %+v %v", res, err)
+		}
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("20 sequential execs opened %d connections, want 1", n)
+	}
 }
