@@ -2,7 +2,7 @@ package snapshot
 
 import (
 	"archive/tar"
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -116,15 +116,20 @@ func walkArchive(ctx context.Context, r io.Reader, xs []*extractor) (Stats, erro
 		return st, err
 	}
 	defer zr.Close()
-	br := bufio.NewReaderSize(zr, 64<<10)
 	buf := make([]byte, 1<<20)
+	var in io.Reader = zr
 	for part := 0; ; part++ {
 		if part > 0 {
-			if _, err := br.Peek(1); errors.Is(err, io.EOF) {
+			// Is there another part? Read one byte and put it back.
+			var b [1]byte
+			n, err := io.ReadFull(zr, b[:])
+			if n == 0 && errors.Is(err, io.EOF) {
 				return st, nil
-			} else if err != nil {
+			}
+			if err != nil {
 				return st, fmt.Errorf("snapshot: read archive: %w", err)
 			}
+			in = io.MultiReader(bytes.NewReader(b[:]), zr)
 		}
 		if part == maxParts {
 			return st, fmt.Errorf("snapshot: read archive: more than %d parts", maxParts)
@@ -133,7 +138,7 @@ func walkArchive(ctx context.Context, r io.Reader, xs []*extractor) (Stats, erro
 		if part < len(xs) {
 			x = xs[part]
 		}
-		if err := walkPart(ctx, tar.NewReader(br), x, buf, &st); err != nil {
+		if err := walkPart(ctx, tar.NewReader(in), x, buf, &st); err != nil {
 			return st, err
 		}
 	}
