@@ -15,19 +15,7 @@ import (
 // are there (scripts/test.sh starts dockerd and builds the image).
 func TestSandboxDockerRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	drv, err := docker.New("", nil)
-	if err != nil {
-		t.Skipf("docker client: %v", err)
-	}
-	defer drv.Close()
-	if err := drv.Check(ctx); err != nil {
-		t.Skipf("dockerd not reachable: %v", err)
-	}
-	if err := drv.CheckImage(ctx, docker.DefaultImage); err != nil {
-		if out, err := exec.Command("bash", "scripts/docker-image/build.sh").CombinedOutput(); err != nil {
-			t.Skipf("cannot build %s: %v\n%s", docker.DefaultImage, err, out)
-		}
-	}
+	requireDockerImage(t)
 	d := daemontest.Start(t)
 	c := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))
 	sb, err := c.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{Driver: "docker"})
@@ -48,5 +36,26 @@ func TestSandboxDockerRoundTrip(t *testing.T) {
 	}
 	if _, err := c.Sandboxes.Delete(ctx, sb.ID); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// requireDockerImage skips unless dockerd answers and the test image exists
+// (or can be built by scripts/docker-image/build.sh, which scripts/test.sh
+// runs after starting dockerd).
+func requireDockerImage(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	drv, err := docker.New("", nil)
+	if err != nil {
+		t.Skipf("docker client: %v", err)
+	}
+	defer drv.Close()
+	if err := drv.Check(ctx); err != nil {
+		t.Skipf("dockerd not reachable: %v", err)
+	}
+	if err := drv.CheckImage(ctx, docker.DefaultImage); err != nil {
+		if out, err := exec.Command("bash", "scripts/docker-image/build.sh").CombinedOutput(); err != nil {
+			t.Skipf("cannot build %s: %v\n%s", docker.DefaultImage, err, out)
+		}
 	}
 }

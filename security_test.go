@@ -3,7 +3,6 @@ package agentkernel_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -11,28 +10,7 @@ import (
 	"github.com/agentkernel/agentkernel"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
 	"github.com/agentkernel/agentkernel/internal/ids"
-	"github.com/agentkernel/agentkernel/internal/sandbox/docker"
 )
-
-// requireDockerImage skips unless dockerd answers and the test image exists
-// (or can be built).
-func requireDockerImage(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	drv, err := docker.New("", nil)
-	if err != nil {
-		t.Skipf("docker client: %v", err)
-	}
-	defer drv.Close()
-	if err := drv.Check(ctx); err != nil {
-		t.Skipf("dockerd not reachable: %v", err)
-	}
-	if err := drv.CheckImage(ctx, docker.DefaultImage); err != nil {
-		if out, err := exec.Command("bash", "scripts/docker-image/build.sh").CombinedOutput(); err != nil {
-			t.Skipf("cannot build %s: %v\n%s", docker.DefaultImage, err, out)
-		}
-	}
-}
 
 // TestTenantCannotDriveAnotherTenantsSandbox is the attack of issue 10: a
 // tenant's sandbox re-points the socket the daemon uses to reach its guest
