@@ -88,6 +88,11 @@ func TestTaskReapedThroughTheAPI(t *testing.T) {
 	if dt, _ = c.Tasks().Get(ctx, done.ID); dt.Status != "running" {
 		t.Fatalf("completed agent's task (still alive) is %s", dt.Status)
 	}
+	// The agent's workspace holds its own work and nothing of the runtime
+	// (not the agentkernel-agent wrapper, not the events it posted).
+	if res, err := c.Sandboxes.Exec(ctx, dt.SandboxID, agentkernel.ExecParams{Command: "find /workspace"}); err != nil || res.Stdout != "/workspace\n/workspace/hello.txt\n" {
+		t.Fatalf("task sandbox's workspace: %+v %v", res, err)
+	}
 
 	// Bad events say what is wrong.
 	for _, tc := range []struct {

@@ -24,7 +24,7 @@ const (
 	maxAgentEventBuffer = 100_000
 	// maxAgentEventBatch bounds one POST and one pull.
 	maxAgentEventBatch = 1000
-	agentEventsDir     = ".agentkernel/agent-events"
+	agentEventsDir     = "agent-events" // in the runtime dir
 )
 
 // AgentEvent is one event an agent posts to its guest (POST /agent-events)
@@ -43,9 +43,10 @@ type AgentEventBatch struct {
 }
 
 // agentEventLog is the guest's relay buffer. Events are appended to a file
-// in the workspace before they are acknowledged to the agent, so a guest
-// restart (the sandbox woke up again) loses nothing unpulled; a pull with
-// after=N acknowledges everything up to N, which is then dropped.
+// in the runtime dir (backed up with the workspace) before they are
+// acknowledged to the agent, so a guest restart (the sandbox woke up again)
+// loses nothing unpulled; a pull with after=N acknowledges everything up to
+// N, which is then dropped.
 type agentEventLog struct {
 	now func() time.Time
 
@@ -60,8 +61,8 @@ type agentEventLog struct {
 	loadErr error
 }
 
-func newAgentEventLog(workDir string, now func() time.Time) *agentEventLog {
-	l := &agentEventLog{now: now, dir: filepath.Join(workDir, agentEventsDir), notify: make(chan struct{})}
+func newAgentEventLog(runtimeDir string, now func() time.Time) *agentEventLog {
+	l := &agentEventLog{now: now, dir: filepath.Join(runtimeDir, agentEventsDir), notify: make(chan struct{})}
 	l.loadErr = l.load()
 	return l
 }

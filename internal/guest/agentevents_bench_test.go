@@ -3,8 +3,6 @@ package guest
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -13,7 +11,7 @@ import (
 // batches of 100 events (persisted to the workspace file before the answer)
 // and the daemon's pull acknowledges and takes them.
 func BenchmarkAgentEventRelay(b *testing.B) {
-	c, _ := startGuestB(b)
+	c, _ := startGuest(b, nil)
 	ctx := context.Background()
 	evs := make([]AgentEvent, 100)
 	for i := range evs {
@@ -34,37 +32,4 @@ func BenchmarkAgentEventRelay(b *testing.B) {
 		n += len(got)
 	}
 	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "events/s")
-}
-
-// startGuestB is startGuest for benchmarks.
-func startGuestB(b *testing.B) (*Client, string) {
-	b.Helper()
-	dir := b.TempDir()
-	work := filepath.Join(dir, "workspace")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	srv, err := NewServer(Config{SocketPath: filepath.Join(dir, "guest.sock"), StateDir: filepath.Join(dir, "state"), WorkDir: work})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ctx) }()
-	c := NewClient(filepath.Join(dir, "guest.sock"))
-	b.Cleanup(func() {
-		c.Close()
-		cancel()
-		<-errc
-	})
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, err := c.Health(ctx); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("guest did not come up")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return c, work
 }

@@ -22,9 +22,10 @@ const AgentSocketEnv = "AGENTKERNEL_AGENT_SOCKET"
 //	agent heartbeat STATUS [--data JSON]
 //	agent event TYPE [--status S] [--data JSON]
 //
-// It posts to the guest's socket (/run/agentkernel/guest.sock, or
-// $AGENTKERNEL_AGENT_SOCKET) and returns the process exit code: 0 when the
-// guest accepted the event, 2 for usage errors, 1 otherwise.
+// It posts to the guest's agent socket (/run/agentkernel/agent.sock, or
+// $AGENTKERNEL_AGENT_SOCKET), which takes agent events and nothing else,
+// and returns the process exit code: 0 when the guest accepted the event,
+// 2 for usage errors, 1 otherwise.
 func AgentMain(ctx context.Context, args []string, stderr io.Writer) int {
 	usage := func() int {
 		fmt.Fprintf(stderr, "usage:\n  agent heartbeat idle|running|degraded|failed [--data JSON]\n  agent event TYPE [--status S] [--data JSON]\n\nwork event types: %s\nnon-work event types: %s\n",
@@ -66,9 +67,9 @@ func AgentMain(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	socket := os.Getenv(AgentSocketEnv)
 	if socket == "" {
-		socket = DefaultConfig().SocketPath
+		socket = DefaultAgentSocketPath
 	}
-	c := NewClient(socket)
+	c := NewAgentClient(socket)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

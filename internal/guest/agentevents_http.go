@@ -15,18 +15,18 @@ import (
 const maxAgentPullWait = 60 * time.Second
 
 // agentEventHandler serves /agent-events: the agent (inside the sandbox,
-// through the guest socket at /run/agentkernel/guest.sock) POSTs events;
-// the daemon GETs them with after=<last seq it stored>.
+// through the agent socket at /run/agentkernel/agent.sock) POSTs events;
+// the daemon GETs them on its own socket with after=<last seq it stored>.
 type agentEventHandler struct {
 	s    *Server
 	once sync.Once
 	log  *agentEventLog
 }
 
-func newAgentEventHandler(s *Server) http.Handler { return &agentEventHandler{s: s} }
+func newAgentEventHandler(s *Server) *agentEventHandler { return &agentEventHandler{s: s} }
 
 func (h *agentEventHandler) events() *agentEventLog {
-	h.once.Do(func() { h.log = newAgentEventLog(h.s.cfg.WorkDir, h.s.cfg.Now) })
+	h.once.Do(func() { h.log = newAgentEventLog(h.s.cfg.RuntimeDir, h.s.cfg.Now) })
 	return h.log
 }
 

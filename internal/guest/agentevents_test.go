@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestAgentEventsRelayInOrderWithAck(t *testing.T) {
 	}
 	// A restarted guest (a new log on the same workspace) keeps the
 	// unacknowledged event and continues the numbering.
-	l := newAgentEventLog(work, time.Now)
+	l := newAgentEventLog(filepath.Join(work, runtimeDirName), time.Now)
 	if l.loadErr != nil || len(l.events) != 1 || l.events[0].Seq != 3 || l.lastSeq != 3 {
 		t.Fatalf("reload: %+v err %v", l.events, l.loadErr)
 	}
@@ -85,8 +86,8 @@ func TestAgentEventsRejectBadEvents(t *testing.T) {
 }
 
 func TestAgentCLIPostsToTheGuest(t *testing.T) {
-	c, _ := startGuest(t, nil)
-	t.Setenv(AgentSocketEnv, c.socket)
+	c, work := startGuest(t, nil)
+	t.Setenv(AgentSocketEnv, filepath.Join(filepath.Dir(work), "agent.sock"))
 	var errb strings.Builder
 	if code := AgentMain(context.Background(), []string{"heartbeat", "running"}, &errb); code != 0 {
 		t.Fatalf("heartbeat: exit %d: %s", code, errb.String())

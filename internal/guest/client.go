@@ -18,23 +18,60 @@ import (
 // Client talks to a guest over its unix socket. It is safe for concurrent
 // use; Close releases idle connections.
 type Client struct {
-	socket string
-	tr     *http.Transport
-	hc     *http.Client
+	tr *http.Transport
+	hc *http.Client
 }
 
-// NewClient returns a client for the guest listening on socketPath (the
-// host path RunDir/guest.sock). It does not dial until the first call.
-func NewClient(socketPath string) *Client {
+// Dialer opens a new connection to a guest's socket. The daemon's dialers
+// come from the sandbox driver (sandbox.Driver.Dial): they never follow a
+// path the sandbox can write and check who listens.
+type Dialer func(ctx context.Context) (net.Conn, error)
+
+// UnixDialer dials the unix socket at path, following it as the kernel
+// does: only for paths nothing untrusted can write (tests, and the agent
+// socket inside a sandbox).
+func UnixDialer(path string) Dialer {
+	return func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}
+}
+
+// NewClient returns the daemon's client for a guest reached through dial.
+// Every new connection proves secret (the sandbox's, see handshake.go)
+// and requires the guest to prove it too, before any request: a guest that
+// does not know it is refused with an error matching ErrUnauthenticated.
+// It does not dial until the first call.
+func NewClient(dial Dialer, secret []byte) *Client {
+	secret = append([]byte(nil), secret...)
+	return newClient(func(ctx context.Context) (net.Conn, error) {
+		conn, err := dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		dl, _ := ctx.Deadline()
+		if err := clientHandshake(conn, secret, dl); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return conn, nil
+	})
+}
+
+// NewAgentClient returns a client for the agent socket inside a sandbox
+// (AgentSocketPath), which takes agent events and nothing else and needs
+// no secret.
+func NewAgentClient(socketPath string) *Client { return newClient(UnixDialer(socketPath)) }
+
+func newClient(dial Dialer) *Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socketPath)
+			return dial(ctx)
 		},
 		MaxIdleConnsPerHost: 4,
 		DisableCompression:  true,
 	}
-	return &Client{socket: socketPath, tr: tr, hc: &http.Client{Transport: tr}}
+	return &Client{tr: tr, hc: &http.Client{Transport: tr}}
 }
 
 // Close closes idle connections.

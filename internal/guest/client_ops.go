@@ -33,6 +33,10 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, onOutput func(stream
 		case f.Error != "":
 			return nil, fmt.Errorf("guest exec: %s", f.Error)
 		case f.ExitCode != nil:
+			// Read to the end of the body (the last frame is the last
+			// line), so the connection goes back to the pool instead of
+			// costing the next call a new one and its handshake.
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			return &ExecResult{ExitCode: *f.ExitCode, DurationMS: f.DurationMS, TimedOut: f.TimedOut}, nil
 		case onOutput != nil:
 			onOutput(f.Stream, f.Data)

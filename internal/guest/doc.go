@@ -1,10 +1,27 @@
 // Package guest is the program that runs as PID 1 inside every sandbox
 // (`agentkernel guest`) and the Client the daemon uses to talk to it.
 //
-// The guest serves HTTP/1.1 on a unix socket, by default
-// /run/agentkernel/guest.sock: that directory is bind-mounted from the host,
-// so the daemon dials RunDir/guest.sock. The guest is already inside the
-// sandbox's namespaces, so every path it sees is a sandbox path.
+// The guest serves HTTP/1.1 on two unix sockets. The guest is already
+// inside the sandbox's namespaces, so every path it sees is a sandbox path.
+//
+// The daemon's socket carries the whole protocol below, and nothing inside
+// the sandbox can replace or redirect it. The process driver creates it on
+// the host, in a directory that is not mounted into the sandbox, and hands
+// the listening socket down as an open file (--listen-fd). A docker guest
+// creates it in a directory it shares with the host (--socket); the daemon
+// follows no symlink there and talks only to a socket the container's init
+// listens on (SO_PEERCRED). Either way every connection starts with a
+// mutual challenge–response over the sandbox's secret (handshake.go), which
+// the guest reads once from an inherited pipe or its stdin (--secret-fd)
+// and which is never in a file, an argument or an environment variable.
+// The guest makes itself non-dumpable, so no process in the sandbox can
+// read its memory, environment or open files (/proc/1/mem, /proc/1/fd,
+// pidfd_getfd), and every inherited file is close-on-exec: commands it
+// starts get stdin, stdout and stderr only.
+//
+// The agent socket, /run/agentkernel/agent.sock (a tmpfs of the
+// sandbox's own), takes POST /agent-events from the sandbox's processes
+// and nothing else (the agentkernel-agent CLI); it needs no secret.
 //
 // # Protocol
 //
@@ -64,20 +81,26 @@
 // # Op records
 //
 // An exec with an op_id (^op_[0-9a-f]{16,64}$, the op journal's id of the
-// tool call, seed 003) is recorded in /workspace/.agentkernel/ops/<op_id>/:
-// "accepted" is written and fsynced (file and directories) before the
-// command starts, and result.json (exit code, timed_out, duration, the
-// first MiB of stdout and stderr with truncated flags) is written
-// atomically when it ends, before the last frame is sent. The workspace is
-// snapshotted with hibernation and restored with the sandbox, so the
-// records outlive the guest. The same op id is never run twice: a second
-// exec gets 409 op_exists with the op's state. Such an exec is not killed
-// when its client goes away: it runs on (bounded by its timeout) so its
-// result is recorded, and recovery reattaches with GET /ops/{op_id}.
-// State "accepted_gone" (accepted, not running here, no result) means the
-// command died with an earlier guest and may have had its effect.
-// /workspace/.agentkernel is the runtime's: the files API leaves it out of
-// the listing of /workspace (it stays readable by path).
+// tool call, seed 003) is recorded in the runtime dir (--runtime-dir,
+// /.agentkernel/runtime in a sandbox), under ops/<op_id>/: "accepted" is
+// written and fsynced (file and directories) before the command starts,
+// and result.json (exit code, timed_out, duration, the first MiB of stdout
+// and stderr with truncated flags) is written atomically when it ends,
+// before the last frame is sent. The daemon snapshots the runtime dir with
+// the workspace at hibernation and restores both with the sandbox, so the
+// records outlive the guest, without being among the user's files. The
+// same op id is never run twice: a second exec gets 409 op_exists with the
+// op's state. Such an exec is not killed when its client goes away: it
+// runs on (bounded by its timeout) so its result is recorded, and recovery
+// reattaches with GET /ops/{op_id}. State "accepted_gone" (accepted, not
+// running here, no result) means the command died with an earlier guest
+// and may have had its effect. Unpulled agent events are kept there too
+// (agent-events/).
+//
+// Earlier versions kept both in /workspace/.agentkernel; a guest with a
+// runtime dir moves them there when it starts (migrate.go). Without one
+// (tests) it still uses /workspace/.agentkernel, which the files API
+// leaves out of the listing of /workspace (it stays readable by path).
 //
 // # PID 1
 //

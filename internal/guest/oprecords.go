@@ -14,12 +14,13 @@ import (
 )
 
 // Durable op records (seed 003). An exec that carries an op id is recorded
-// in the workspace, which is snapshotted with hibernation and restored with
-// the sandbox, so the record outlives this guest:
+// in the runtime dir (Config.RuntimeDir, /.agentkernel/runtime), which the
+// daemon snapshots with the workspace at hibernation and restores with the
+// sandbox, so the record outlives this guest:
 //
-//	/workspace/.agentkernel/ops/<op_id>/             created and made durable before the command starts
-//	/workspace/.agentkernel/ops/<op_id>/accepted     what was accepted (informational, made durable with the result)
-//	/workspace/.agentkernel/ops/<op_id>/result.json  written atomically and durably when it ends
+//	ops/<op_id>/             created and made durable before the command starts
+//	ops/<op_id>/accepted     what was accepted (informational, made durable with the result)
+//	ops/<op_id>/result.json  written atomically and durably when it ends
 //
 // The op's directory is the acceptance: its entry in ops/ is fsynced
 // before the command starts, and that one fsync is all an acceptance
@@ -34,10 +35,11 @@ import (
 // (accepted_gone): it may have run, so it must never be re-run blindly.
 
 const (
-	// runtimeDirName is the runtime's own directory in the work dir; the
-	// files API leaves it out of the work dir's listing.
+	// runtimeDirName is where earlier versions kept the runtime's records,
+	// in the work dir (and where a guest without a RuntimeDir still does);
+	// the files API leaves it out of the work dir's listing.
 	runtimeDirName = ".agentkernel"
-	opsDir         = runtimeDirName + "/ops"
+	opsDir         = "ops"
 	// maxOpOutput bounds each stream kept in result.json (its head).
 	maxOpOutput = 1 << 20
 )
@@ -73,16 +75,16 @@ type opAccepted struct {
 // the records and the write of a new one, so two requests with one op id
 // cannot both be accepted.
 type opTable struct {
-	workDir string
-	now     func() time.Time
-	log     *slog.Logger
+	dir string // the runtime dir; records are under dir/ops
+	now func() time.Time
+	log *slog.Logger
 
 	mu      sync.Mutex
 	running map[string]chan struct{} // closed when the op's result is written
 }
 
-func newOpTable(workDir string, now func() time.Time, log *slog.Logger) *opTable {
-	return &opTable{workDir: workDir, now: now, log: log, running: map[string]chan struct{}{}}
+func newOpTable(runtimeDir string, now func() time.Time, log *slog.Logger) *opTable {
+	return &opTable{dir: runtimeDir, now: now, log: log, running: map[string]chan struct{}{}}
 }
 
 // accept durably records the op as accepted and marks it running, or
@@ -125,7 +127,7 @@ func (t *opTable) finish(id string, res OpResult) {
 // abandon forgets an op whose command never started (the guest failed to
 // set it up), so a retry may run it.
 func (t *opTable) abandon(id string) {
-	if err := withWorkRoot(t.workDir, func(root *os.Root) error {
+	if err := withRuntimeRoot(t.dir, func(root *os.Root) error {
 		if err := root.RemoveAll(path.Join(opsDir, id)); err != nil {
 			return err
 		}
@@ -160,7 +162,7 @@ func (t *opTable) statusLocked(id string) (OpStatus, error) {
 		st.State = OpStateRunning
 		return st, nil
 	}
-	err := withWorkRoot(t.workDir, func(root *os.Root) error {
+	err := withRuntimeRoot(t.dir, func(root *os.Root) error {
 		dir := path.Join(opsDir, id)
 		b, err := root.ReadFile(path.Join(dir, "result.json"))
 		switch {
@@ -194,7 +196,7 @@ func (t *opTable) statusLocked(id string) (OpStatus, error) {
 // accepted in any later guest. The accepted file is written in it without
 // an fsync of its own; finish's fsync of the directory makes it durable.
 func (t *opTable) writeAccepted(id string, data []byte) error {
-	return withWorkRoot(t.workDir, func(root *os.Root) error {
+	return withRuntimeRoot(t.dir, func(root *os.Root) error {
 		if err := mkdirDurable(root, opsDir); err != nil {
 			return err
 		}
@@ -224,7 +226,7 @@ func (t *opTable) writeAccepted(id string, data []byte) error {
 // file and of the directory, so a record that was reported written
 // survives a crash. The directory was made durable by writeAccepted.
 func (t *opTable) writeRecord(id, name string, data []byte) error {
-	return withWorkRoot(t.workDir, func(root *os.Root) error {
+	return withRuntimeRoot(t.dir, func(root *os.Root) error {
 		dir := path.Join(opsDir, id)
 		tmp := path.Join(dir, "."+name+".tmp")
 		f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -261,12 +263,16 @@ func (t *opTable) writeRecord(id, name string, data []byte) error {
 	})
 }
 
-// withWorkRoot runs fn on an os.Root of the work dir: a symlink the agent
-// planted (say .agentkernel → /etc) is never followed out of it.
-func withWorkRoot(workDir string, fn func(root *os.Root) error) error {
-	root, err := os.OpenRoot(workDir)
+// withRuntimeRoot runs fn on an os.Root of the runtime dir (made if
+// missing): a symlink the agent planted (say ops → /etc) is never followed
+// out of it.
+func withRuntimeRoot(dir string, fn func(root *os.Root) error) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("runtime dir: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return fmt.Errorf("open work dir: %w", err)
+		return fmt.Errorf("open runtime dir: %w", err)
 	}
 	defer root.Close()
 	return fn(root)

@@ -15,9 +15,28 @@ import (
 
 // Config configures the guest server.
 type Config struct {
-	// SocketPath is where the guest listens (default
-	// /run/agentkernel/guest.sock).
+	// Listener, if set, is the daemon's socket, already listening: the
+	// process driver creates it on the host, out of the sandbox's reach,
+	// and passes it down (--listen-fd).
+	Listener net.Listener
+	// SocketPath is where the guest listens for the daemon when Listener
+	// is nil (the docker driver's bind-mounted directory).
 	SocketPath string
+	// Secret is the sandbox's secret (SecretSize bytes): every connection
+	// on the daemon's socket must prove it (handshake.go). Required.
+	Secret []byte
+	// AgentSocketPath is the agent socket inside the sandbox: it takes
+	// agent events (POST /agent-events) from the sandbox's own processes
+	// and nothing else, with no secret. Required; DefaultConfig has
+	// DefaultAgentSocketPath.
+	AgentSocketPath string
+	// RuntimeDir holds what must outlive the guest and the sandbox's
+	// hibernation: op records (ops/) and unpulled agent events
+	// (agent-events/). The daemon backs it up with the workspace, but it
+	// is not in the workspace. Empty means WorkDir/.agentkernel, as earlier
+	// versions kept them; otherwise, records an earlier version left there
+	// are moved here when the guest starts.
+	RuntimeDir string
 	// StateDir holds background process output (default /.agentkernel/state).
 	StateDir string
 	// WorkDir is the default cwd and the base of relative paths
@@ -43,13 +62,16 @@ type Config struct {
 	Now func() time.Time
 }
 
+// DefaultAgentSocketPath is where agents inside a sandbox post events.
+const DefaultAgentSocketPath = "/run/agentkernel/agent.sock"
+
 // DefaultConfig is the configuration inside a sandbox.
 func DefaultConfig() Config {
 	return Config{
-		SocketPath:  "/run/agentkernel/guest.sock",
-		StateDir:    "/.agentkernel/state",
-		WorkDir:     "/workspace",
-		ProxyTarget: "http://127.0.0.1:9333",
+		AgentSocketPath: DefaultAgentSocketPath,
+		StateDir:        "/.agentkernel/state",
+		WorkDir:         "/workspace",
+		ProxyTarget:     "http://127.0.0.1:9333",
 	}
 }
 
@@ -63,6 +85,8 @@ type Server struct {
 	procs   *processTable
 	ops     *opTable
 	handler http.Handler
+	// agentHandler serves the agent socket.
+	agentHandler http.Handler
 
 	// execs tracks running exec'd commands so shutdown can kill them.
 	execMu sync.Mutex
@@ -72,8 +96,14 @@ type Server struct {
 // NewServer validates cfg and fills defaults.
 func NewServer(cfg Config) (*Server, error) {
 	def := DefaultConfig()
-	if cfg.SocketPath == "" {
-		cfg.SocketPath = def.SocketPath
+	if cfg.Listener == nil && cfg.SocketPath == "" {
+		return nil, errors.New("guest: no daemon socket: set Listener or SocketPath")
+	}
+	if len(cfg.Secret) != SecretSize {
+		return nil, fmt.Errorf("guest: the sandbox's secret is %d bytes, want %d", len(cfg.Secret), SecretSize)
+	}
+	if cfg.AgentSocketPath == "" {
+		return nil, errors.New("guest: no agent socket: set AgentSocketPath")
 	}
 	if cfg.StateDir == "" {
 		cfg.StateDir = def.StateDir
@@ -83,6 +113,11 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	// The files API compares paths against it (fsys.go).
 	cfg.WorkDir = filepath.Clean(cfg.WorkDir)
+	legacyRuntime := filepath.Join(cfg.WorkDir, runtimeDirName)
+	if cfg.RuntimeDir == "" {
+		cfg.RuntimeDir = legacyRuntime
+	}
+	cfg.RuntimeDir = filepath.Clean(cfg.RuntimeDir)
 	if cfg.ProxyTarget == "" {
 		cfg.ProxyTarget = def.ProxyTarget
 	}
@@ -109,7 +144,7 @@ func NewServer(cfg Config) (*Server, error) {
 		s.self = self
 	}
 	s.procs = newProcessTable(s)
-	s.ops = newOpTable(cfg.WorkDir, cfg.Now, cfg.Logger)
+	s.ops = newOpTable(cfg.RuntimeDir, cfg.Now, cfg.Logger)
 	h, err := s.routes()
 	if err != nil {
 		return nil, err
@@ -118,46 +153,86 @@ func NewServer(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Serve listens on the socket and serves until ctx is done, then shuts
-// down: running commands' process groups are killed and the socket removed.
+// Serve serves the daemon's socket and the agent socket until ctx is
+// done, then shuts down: running commands' process groups are killed and
+// the sockets it created are removed.
 func (s *Server) Serve(ctx context.Context) error {
 	if err := os.MkdirAll(s.cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("guest: state dir: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(s.cfg.SocketPath), 0o755); err != nil {
-		return fmt.Errorf("guest: socket dir: %w", err)
+	if legacy := filepath.Join(s.cfg.WorkDir, runtimeDirName); s.cfg.RuntimeDir != legacy {
+		if err := migrateRuntime(legacy, s.cfg.RuntimeDir); err != nil {
+			// The records stay where they were; op recovery then reports
+			// such an op as unknown, which is why this fails the start.
+			return fmt.Errorf("guest: move the runtime's records out of the workspace: %w", err)
+		}
 	}
-	// A socket left by an earlier guest (same RunDir) would make Listen fail.
-	_ = os.Remove(s.cfg.SocketPath)
-	ln, err := net.Listen("unix", s.cfg.SocketPath)
+	ln := s.cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = listenUnix(s.cfg.SocketPath); err != nil {
+			return err
+		}
+		defer os.Remove(s.cfg.SocketPath)
+	}
+	agentLn, err := listenUnix(s.cfg.AgentSocketPath)
 	if err != nil {
-		return fmt.Errorf("guest: listen: %w", err)
+		ln.Close()
+		return err
 	}
+	defer os.Remove(s.cfg.AgentSocketPath)
+	var refusals refusalLog
+	daemonLn := &authListener{Listener: ln, secret: s.cfg.Secret, onFail: func(err error) {
+		if n, ok := refusals.note(s.cfg.Now()); ok {
+			s.log.Warn("guest: refused a connection on the daemon's socket", "err", err, "refused_since_last_report", n)
+		}
+	}}
 	s.started = s.cfg.Now()
 	s.reaper.start()
 	defer s.reaper.close()
 
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	s.log.Info("guest listening", "socket", s.cfg.SocketPath, "pid", os.Getpid(), "reap_all", s.cfg.ReapAll)
+	agentSrv := &http.Server{Handler: s.agentHandler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(daemonLn) }()
+	go func() { errc <- agentSrv.Serve(agentLn) }()
+	s.log.Info("guest listening", "socket", ln.Addr().String(), "agent_socket", s.cfg.AgentSocketPath, "pid", os.Getpid(), "reap_all", s.cfg.ReapAll)
 
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
+		srv.Close()
+		agentSrv.Close()
+		<-errc
 		return fmt.Errorf("guest: serve: %w", err)
 	}
 	s.log.Info("guest shutting down")
 	s.killAll()
 	shCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
+	_ = agentSrv.Shutdown(shCtx)
 	_ = srv.Shutdown(shCtx)
 	s.procs.wait()
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	for range 2 {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 	}
-	_ = os.Remove(s.cfg.SocketPath)
 	return nil
+}
+
+// listenUnix listens on path, replacing a socket left by an earlier guest.
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("guest: socket dir: %w", err)
+	}
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("guest: listen: %w", err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // Serve removes it, after shutdown
+	return ln, nil
 }
 
 // killAll kills every process group the guest started.
@@ -210,7 +285,12 @@ func (s *Server) routes() (http.Handler, error) {
 	tools := newToolHandler(s)
 	mux.Handle("POST /tools/{name}", tools)
 	mux.HandleFunc("DELETE /tools/ops/{op_id}", tools.cancelOp)
-	mux.Handle("/agent-events", newAgentEventHandler(s))
+	events := newAgentEventHandler(s)
+	mux.Handle("/agent-events", events)
+	// The agent socket: what an agent may post, nothing more.
+	agent := http.NewServeMux()
+	agent.HandleFunc("POST /agent-events", events.post)
+	s.agentHandler = agent
 	proxy, err := s.proxy()
 	if err != nil {
 		return nil, err
@@ -225,4 +305,25 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 		PID:      os.Getpid(),
 		UptimeMS: s.cfg.Now().Sub(s.started).Milliseconds(),
 	})
+}
+
+// refusalLog reports refused connections at most once a minute: where the
+// sandbox can reach the daemon's socket (docker), it must not be able to
+// fill the host's container log by knocking.
+type refusalLog struct {
+	mu    sync.Mutex
+	last  time.Time
+	count int
+}
+
+func (r *refusalLog) note(now time.Time) (int, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count++
+	if !r.last.IsZero() && now.Sub(r.last) < time.Minute {
+		return 0, false
+	}
+	n := r.count
+	r.last, r.count = now, 0
+	return n, true
 }

@@ -1,9 +1,11 @@
 package guest
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,9 +20,13 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// startGuest serves a guest in-process on a socket in a temp dir (no
-// namespaces) and returns a client and the work dir.
-func startGuest(t *testing.T, mod func(*Config)) (*Client, string) {
+// testSecret is the sandbox secret of in-process test guests.
+var testSecret = bytes.Repeat([]byte{7}, SecretSize)
+
+// startGuest serves a guest in-process on sockets in a temp dir (no
+// namespaces) and returns a client and the work dir. The agent socket is
+// agent.sock beside the work dir.
+func startGuest(t testing.TB, mod func(*Config)) (*Client, string) {
 	t.Helper()
 	dir := t.TempDir()
 	work := filepath.Join(dir, "workspace")
@@ -28,13 +34,24 @@ func startGuest(t *testing.T, mod func(*Config)) (*Client, string) {
 		t.Fatal(err)
 	}
 	cfg := Config{
-		SocketPath: filepath.Join(dir, "guest.sock"),
-		StateDir:   filepath.Join(dir, "state"),
-		WorkDir:    work,
+		SocketPath:      filepath.Join(dir, "guest.sock"),
+		AgentSocketPath: filepath.Join(dir, "agent.sock"),
+		Secret:          testSecret,
+		StateDir:        filepath.Join(dir, "state"),
+		WorkDir:         work,
 	}
 	if mod != nil {
 		mod(&cfg)
 	}
+	c, stop := serveGuest(t, cfg)
+	t.Cleanup(stop)
+	return c, work
+}
+
+// serveGuest serves cfg in-process until stop, which returns once the
+// guest has shut down.
+func serveGuest(t testing.TB, cfg Config) (c *Client, stop func()) {
+	t.Helper()
 	srv, err := NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -42,19 +59,22 @@ func startGuest(t *testing.T, mod func(*Config)) (*Client, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ctx) }()
-	c := NewClient(cfg.SocketPath)
-	t.Cleanup(func() {
-		c.Close()
-		cancel()
-		if err := <-errc; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	c = NewClient(UnixDialer(cfg.SocketPath), testSecret)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			c.Close()
+			cancel()
+			if err := <-errc; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		})
+	}
 	waitHealthy(t, c)
-	return c, work
+	return c, stop
 }
 
-func waitHealthy(t *testing.T, c *Client) {
+func waitHealthy(t testing.TB, c *Client) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -89,14 +109,14 @@ func TestServeRemovesSocketOnShutdown(t *testing.T) {
 	if err := os.WriteFile(sock, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(Config{SocketPath: sock, StateDir: filepath.Join(dir, "s"), WorkDir: dir})
+	srv, err := NewServer(Config{SocketPath: sock, AgentSocketPath: filepath.Join(dir, "a.sock"), Secret: testSecret, StateDir: filepath.Join(dir, "s"), WorkDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ctx) }()
-	c := NewClient(sock)
+	c := NewClient(UnixDialer(sock), testSecret)
 	defer c.Close()
 	waitHealthy(t, c)
 	cancel()

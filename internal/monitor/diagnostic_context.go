@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
 // DiagnosticContextPath is where a diagnostic task finds its context bundle
 // (also in $AGENTKERNEL_DIAGNOSTIC_CONTEXT).
-const DiagnosticContextPath = "/workspace/.agentkernel/diagnostic/context.json"
+const DiagnosticContextPath = sandbox.RuntimePath + "/diagnostic/context.json"
 
 // Bounds of the bundle.
 const (

@@ -22,8 +22,8 @@
 //	agentkernel ticket show tkt_…
 //
 // Inside a task's sandbox, agentkernel-agent (on PATH; it runs the guest
-// binary's `agent-event` command) posts to the guest on
-// /run/agentkernel/guest.sock:
+// binary's `agent-event` command) posts to the guest's agent socket,
+// /run/agentkernel/agent.sock, which takes agent events and nothing else:
 //
 //	agentkernel-agent heartbeat idle|running|degraded|failed [--data JSON]
 //	agentkernel-agent event TYPE [--data JSON]
@@ -34,8 +34,8 @@
 // agent.heartbeat, agent.started, agent.thinking, agent.error. Clients
 // outside the sandbox use POST /v1/sandboxes/{id}/events.
 //
-// The guest appends each event to /workspace/.agentkernel/agent-events
-// before it answers; the daemon long-polls GET /agent-events?after=N, which
+// The guest appends each event to its runtime dir (/.agentkernel/runtime,
+// backed up with the workspace but not in it) before it answers; the daemon long-polls GET /agent-events?after=N, which
 // acknowledges everything up to N, so events reach the store at least once
 // and in order, across guest and daemon restarts. Decisions use the
 // daemon's receive time unless a client posts its own "at".

@@ -14,7 +14,9 @@ import (
 // Paths inside a task's sandbox.
 const (
 	// AgentBinDir holds the agentkernel-agent wrapper; it is first on PATH.
-	AgentBinDir = "/workspace/.agentkernel/bin"
+	// It is in the guest's runtime dir, which survives hibernation with the
+	// workspace without being among the agent's files.
+	AgentBinDir = sandbox.RuntimePath + "/bin"
 	// AgentBinaryPath is where a stand-alone agentkernel-agent may be
 	// mounted; otherwise the guest binary (agentkernel) serves the CLI.
 	AgentBinaryPath = "/.agentkernel/agentkernel-agent"

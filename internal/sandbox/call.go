@@ -49,6 +49,7 @@ func (m *Manager) call(ctx context.Context, tenantID, id string, fn func(c *gues
 				// The guest went away mid-call: make the next call re-probe.
 				e.probedAt.Store(0)
 				e.activeGen.Store(0)
+				err = fmt.Errorf("sandbox %s: the guest did not answer (%w): %w", id, err, ErrUnavailable)
 			}
 			m.touch(ctx, e, id)
 			e.mu.RUnlock()

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 )
 
@@ -20,12 +21,16 @@ import (
 const (
 	// WorkspacePath is the sandbox's persistent, writable workspace.
 	WorkspacePath = "/workspace"
-	// GuestDir is where the host's per-sandbox run directory is mounted; the
-	// guest listens on GuestDir/GuestSocketName.
-	GuestDir        = "/run/agentkernel"
-	GuestSocketName = "guest.sock"
+	// AgentDir is a tmpfs of the sandbox's own in every sandbox: the guest's
+	// agent socket (agent.sock) is there, for agents to post events. The
+	// daemon's channel to the guest is not: see Driver.Dial.
+	AgentDir = "/run/agentkernel"
 	// GuestBinaryPath is where the guest binary is visible inside the sandbox.
 	GuestBinaryPath = "/.agentkernel/guest"
+	// RuntimePath is where Spec.RuntimeDir is mounted read-write: the
+	// guest's op records and agent events, backed up with the workspace
+	// but not in it.
+	RuntimePath = "/.agentkernel/runtime"
 	// AppPath is where an object class's app_dir is mounted read-only.
 	AppPath = "/app"
 )
@@ -52,8 +57,8 @@ type Mount struct {
 }
 
 // Spec is everything a driver needs to start a sandbox. The caller (the
-// lifecycle manager) owns WorkspaceDir and RunDir on the host; the driver
-// mounts them and must not delete them.
+// lifecycle manager) owns WorkspaceDir and RunDir on the host and must not
+// delete them while the sandbox runs; the driver must not delete them at all.
 type Spec struct {
 	ID      string // e.g. sbx_…; unique, usable in names and labels
 	Image   string // driver-specific; "" = the driver's default
@@ -61,10 +66,22 @@ type Spec struct {
 	Limits  Limits
 	// WorkspaceDir is the host directory mounted read-write at WorkspacePath.
 	WorkspaceDir string
-	// RunDir is the host directory mounted read-write at GuestDir; the guest
-	// creates its socket there, so the host reaches it at
-	// RunDir/GuestSocketName.
+	// RuntimeDir, if set, is the host directory mounted read-write at
+	// RuntimePath, where the guest keeps what must outlive it (without
+	// one it keeps it in /workspace/.agentkernel, as earlier versions did).
+	RuntimeDir string
+	// RunDir is a host directory private to the daemon (mode 0700, empty at
+	// start, short enough for unix socket paths): the driver keeps the
+	// sandbox's guest socket and log there. It is never mounted into the
+	// sandbox as a whole; a driver that must share a directory with the
+	// guest mounts a subdirectory, and then never follows a path in it
+	// (Dial).
 	RunDir string
+	// Secret is the sandbox's secret (guest.SecretSize bytes). The driver
+	// hands it to the guest so that nothing inside the sandbox can read it
+	// (never in a file, an argument or the environment) and returns it in
+	// the Handle.
+	Secret []byte
 	// GuestBinary is the host path of the static guest binary.
 	GuestBinary string
 	Env         map[string]string
@@ -75,10 +92,13 @@ type Spec struct {
 // Handle identifies a started sandbox. State is opaque driver data that the
 // caller persists in the store and hands back to Recover after a restart.
 type Handle struct {
-	ID         string `json:"id"`
-	Driver     string `json:"driver"`
-	SocketPath string `json:"socket_path"` // host path of the guest's unix socket
-	State      []byte `json:"state"`
+	ID     string `json:"id"`
+	Driver string `json:"driver"`
+	// Secret is Spec.Secret: a restarted daemon needs it to talk to the
+	// guest. A handle without one was made by a version that had none; its
+	// sandbox is restarted, not trusted.
+	Secret []byte `json:"secret,omitempty"`
+	State  []byte `json:"state"`
 }
 
 // Status is what Inspect reports.
@@ -112,6 +132,13 @@ type Driver interface {
 	// Recover reattaches to a sandbox started by an earlier daemon process.
 	// It returns ErrGone when the sandbox no longer runs.
 	Recover(ctx context.Context, h *Handle) error
+	// Dial opens a connection to the guest's socket (the caller runs the
+	// secret handshake on it, guest.NewClient). Nothing the sandbox can
+	// write may decide where it connects: it follows no symlink in a
+	// directory the sandbox can write, and where the sandbox could put a
+	// socket of its own there, it checks that the listener is the
+	// sandbox's guest (ErrUntrustedPeer otherwise).
+	Dial(ctx context.Context, h *Handle) (net.Conn, error)
 }
 
 // Lister is an optional capability: find the sandboxes this driver started,

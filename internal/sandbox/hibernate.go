@@ -124,19 +124,17 @@ func (m *Manager) stopDriver(ctx context.Context, e *entry, sb *store.Sandbox) e
 	if !ok {
 		return fmt.Errorf("sandbox %s: %w %q", sb.ID, ErrUnknownDriver, h.Driver)
 	}
-	if e.client != nil {
-		e.client.Close()
-		e.client, e.socket = nil, ""
-	}
+	e.dropClient()
 	if err := d.Stop(context.WithoutCancel(ctx), &h, m.cfg.StopTimeout); err != nil && !errors.Is(err, ErrGone) {
 		return fmt.Errorf("sandbox %s: stop: %w", sb.ID, err)
 	}
 	return nil
 }
 
-// snapshot streams the workspace as tar+zstd into a new blob, reads it back
-// to verify (size and sha256 by the blob store, entry counts and bytes by
-// the archive), and only then records the backup.
+// snapshot streams the workspace, and the guest's records beside it, as
+// tar+zstd into a new blob, reads it back to verify (size and sha256 by
+// the blob store, entry counts and bytes by the archive), and only then
+// records the backup.
 func (m *Manager) snapshot(ctx context.Context, sb *store.Sandbox) (*store.Backup, error) {
 	start := m.clock.Now()
 	backupID := ids.New("bkp")
@@ -151,7 +149,7 @@ func (m *Manager) snapshot(ctx context.Context, sb *store.Sandbox) (*store.Backu
 	werr := make(chan error, 1)
 	go func() {
 		var err error
-		wst, err = snapshot.Write(ctx, m.workspaceDir(sb.ID), pw, snapshot.WriteOptions{})
+		wst, err = snapshot.Write(ctx, m.workspaceDir(sb.ID), pw, snapshot.WriteOptions{Runtime: m.runtimeDir(sb.ID)})
 		pw.CloseWithError(err)
 		werr <- err
 	}()
@@ -239,10 +237,7 @@ func (m *Manager) Destroy(ctx context.Context, tenantID, id string) (*Info, erro
 		var h Handle
 		if err := json.Unmarshal(sb.Handle, &h); err == nil {
 			if d, ok := m.cfg.Drivers[h.Driver]; ok {
-				if e.client != nil {
-					e.client.Close()
-					e.client, e.socket = nil, ""
-				}
+				e.dropClient()
 				if err := d.Destroy(context.WithoutCancel(ctx), &h); err != nil {
 					return nil, fmt.Errorf("sandbox %s: destroy: %w", id, err)
 				}

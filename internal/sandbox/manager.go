@@ -30,8 +30,6 @@ const (
 	DefaultStopTimeout    = 10 * time.Second
 	ProbeAttempts         = 10
 	WarmMarkerPath        = "/tmp/.agentkernel-warm"
-	generationStampDir    = ".agentkernel"
-	generationStampFile   = "generation"
 	touchPersistThreshold = time.Second
 )
 
@@ -70,10 +68,14 @@ type ManagerConfig struct {
 	Limits LimitPolicy
 	// GuestBinary is the static guest binary injected into every sandbox.
 	GuestBinary string
-	// DataDir holds each sandbox's host workspace: DataDir/<id>/workspace.
+	// DataDir holds each sandbox's private directory: its host workspace
+	// (DataDir/<id>/workspace, mounted into the sandbox), the guest's
+	// durable records (DataDir/<id>/runtime, mounted) and its generation
+	// stamp (DataDir/<id>/generation, not mounted).
 	DataDir string
-	// RunDir holds each sandbox's guest socket directory: RunDir/<id>. Keep
-	// it short: unix socket paths are limited to 107 bytes.
+	// RunDir holds each sandbox's private run directory, RunDir/<id>
+	// (Spec.RunDir). Keep it short: unix socket paths are limited to 107
+	// bytes.
 	RunDir string
 
 	DefaultSleepAfter time.Duration
@@ -128,9 +130,12 @@ type Manager struct {
 // hibernate, destroy) hold it for writing, so a hibernation never races a
 // call.
 type entry struct {
-	mu       sync.RWMutex
-	client   *guest.Client
-	socket   string
+	mu     sync.RWMutex
+	client *guest.Client
+	// dial reaches the instance's guest socket (the driver's Dial); secret
+	// is the instance's, telling one instance from the next.
+	dial     guest.Dialer
+	secret   []byte
 	inflight atomic.Int64
 	// lastTouch is the last LastActivityAt persisted (unix nanos).
 	lastTouch atomic.Int64
@@ -189,12 +194,14 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if errs := cfg.Limits.Check(); len(errs) > 0 {
 		return nil, fmt.Errorf("sandbox: limit policy: %w", errs[0])
 	}
-	for _, d := range []string{cfg.DataDir, cfg.RunDir} {
-		if d == "" {
+	for _, d := range []struct{ name, dir string }{{"data dir", cfg.DataDir}, {"run dir (sandbox.run_dir)", cfg.RunDir}} {
+		if d.dir == "" {
 			return nil, errors.New("sandbox: manager needs DataDir and RunDir")
 		}
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, err
+		// Sockets, logs and stamps under these are trusted: nobody else may
+		// be able to put anything there.
+		if err := PrivateDir(d.dir); err != nil {
+			return nil, fmt.Errorf("sandbox %s: %w", d.name, err)
 		}
 	}
 	m := &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, entries: map[string]*entry{}}
@@ -294,7 +301,13 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(m.workspaceDir(id), 0o755); err != nil {
+	if err := os.Mkdir(m.sandboxDir(id), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(m.workspaceDir(id), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(m.runtimeDir(id), 0o755); err != nil {
 		return nil, err
 	}
 	m.log.InfoContext(ctx, "sandbox created", "sandbox", id, "driver", p.Driver, "tenant", p.TenantID,
@@ -406,6 +419,12 @@ func (m *Manager) workspaceDir(id string) string {
 	return filepath.Join(m.cfg.DataDir, id, "workspace")
 }
 func (m *Manager) runDir(id string) string { return filepath.Join(m.cfg.RunDir, id) }
+
+// runtimeDir holds the guest's durable records (Spec.RuntimeDir): backed
+// up and restored with the workspace, beside it rather than inside it.
+func (m *Manager) runtimeDir(id string) string {
+	return filepath.Join(m.cfg.DataDir, id, "runtime")
+}
 
 // WorkspaceDir is the host directory of a sandbox's /workspace (tests,
 // benchmarks).

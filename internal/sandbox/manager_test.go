@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -31,10 +32,33 @@ var (
 
 type env struct {
 	m      *sandbox.Manager
+	cfg    sandbox.ManagerConfig
 	st     store.Store
 	clock  *clock.Fake
 	reaped chan sandbox.ReapReport
 	faults *sandbox.Faults
+}
+
+// restart simulates a daemon restart: a new manager on the same store and
+// directories, with new drivers, recovering what runs.
+func (e *env) restart(t *testing.T) sandbox.RecoverReport {
+	t.Helper()
+	e.m.Close()
+	drv, err := process.New(process.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.cfg
+	cfg.Drivers = map[string]sandbox.Driver{"process": drv}
+	cfg.Registry = nil
+	if e.m, err = sandbox.NewManager(cfg); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.m.Recover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
 
 func newEnv(t *testing.T) *env { return newEnvTB(t) }
@@ -81,17 +105,19 @@ func newEnvTB(t testing.TB) *env {
 	}
 	t.Cleanup(func() { os.RemoveAll(run) })
 	e := &env{st: st, clock: clock.NewFake(time.Now()), reaped: make(chan sandbox.ReapReport), faults: &sandbox.Faults{}}
-	m, err := sandbox.NewManager(sandbox.ManagerConfig{
+	e.cfg = sandbox.ManagerConfig{
 		Store: st, Blobs: blobs, Drivers: map[string]sandbox.Driver{"process": drv},
 		GuestBinary: guestBin, DataDir: filepath.Join(home, "sandboxes"), RunDir: run,
 		DefaultSleepAfter: time.Minute, ReapInterval: 10 * time.Second,
 		Clock: e.clock, Reaped: e.reaped, Faults: e.faults, MarkerTTL: -1,
-	})
+	}
+	m, err := sandbox.NewManager(e.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.m = m
 	t.Cleanup(func() {
+		m := e.m // the last one, after restarts
 		m.Stop()
 		list, _ := m.List(context.Background(), "", "")
 		for _, in := range list {
@@ -152,7 +178,8 @@ func randomTree(t *testing.T, dir string, n int) {
 	os.Symlink("/etc/hostname", filepath.Join(dir, "link-out"))
 }
 
-// fingerprint hashes every entry except the generation stamp dir.
+// fingerprint hashes every entry: nothing of the runtime (such as a
+// generation stamp) may appear in or change the workspace.
 func fingerprint(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -161,7 +188,7 @@ func fingerprint(t *testing.T, dir string) map[string]string {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		if rel == "." || rel == ".agentkernel" || filepath.Dir(rel) == ".agentkernel" {
+		if rel == "." {
 			return nil
 		}
 		fi, _ := os.Lstat(p)
@@ -373,5 +400,110 @@ func TestTenantIsolationAndErrors(t *testing.T) {
 	bs, _ := e.m.Backups(ctx, "t1", in.ID)
 	if len(bs) != 1 {
 		t.Fatalf("destroy must take a final snapshot: %d backups", len(bs))
+	}
+}
+
+// A restarted daemon reattaches to its sandboxes (the handle carries the
+// secret), but a sandbox whose handle has no secret was started by an
+// earlier version, when it could redirect the daemon's socket: it is
+// stopped and started afresh, never trusted. Its workspace survives.
+func TestRecoverRestartsSandboxesWithoutASecret(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	var ids []string
+	for range 2 {
+		in, err := e.m.Create(ctx, sandbox.CreateParams{TenantID: "t1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.exec(t, in.ID, "echo instance > /tmp/marker; echo kept > /workspace/kept")
+		ids = append(ids, in.ID)
+	}
+	// The second one's handle as an earlier version wrote it.
+	sb, err := e.st.GetSandbox(ctx, ids[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h map[string]any
+	if err := json.Unmarshal(sb.Handle, &h); err != nil {
+		t.Fatal(err)
+	}
+	delete(h, "secret")
+	sb.Handle, _ = json.Marshal(h)
+	if _, err := e.st.UpdateSandbox(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	oldPID := guestPID(t, sb.Handle)
+
+	rep := e.restart(t)
+	if rep.Reattached != 1 || rep.MarkedCold != 1 {
+		t.Fatalf("recover: %+v, want one reattached and one restarted", rep)
+	}
+	if got := e.exec(t, ids[0], "cat /tmp/marker"); got != "instance\n" {
+		t.Fatalf("the sandbox with a secret was not reattached: %q", got)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", oldPID)); err == nil {
+		t.Errorf("the untrusted instance (pid %d) still runs", oldPID)
+	}
+	if got := e.exec(t, ids[1], "cat /tmp/marker 2>/dev/null; cat /workspace/kept"); got != "kept\n" {
+		t.Fatalf("after the restart: %q, want a fresh instance with the workspace kept", got)
+	}
+}
+
+func guestPID(t *testing.T, handle []byte) int {
+	t.Helper()
+	var h sandbox.Handle
+	var st struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal(handle, &h); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(h.State, &st); err != nil || st.PID == 0 {
+		t.Fatalf("handle %s: %v", handle, err)
+	}
+	return st.PID
+}
+
+// The guest's records of journalled commands are not in the workspace but
+// beside it, and they are backed up and restored with it: after the host
+// lost both, a woken sandbox still knows the op ran and what it returned.
+func TestOpRecordsLiveBesideTheWorkspaceAndSurviveRestore(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	in, err := e.m.Create(ctx, sandbox.CreateParams{TenantID: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := "op_00000000000000000000000000000001"
+	res, err := e.m.Exec(ctx, "t1", in.ID, guest.ExecRequest{OpID: op, Shell: "echo did-it"}, nil)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("journalled exec: %+v %v", res, err)
+	}
+	if got := e.exec(t, in.ID, "find /workspace"); got != "/workspace\n" {
+		t.Fatalf("the workspace holds %q", got)
+	}
+	if _, err := e.m.Hibernate(ctx, "t1", in.ID); err != nil {
+		t.Fatal(err)
+	}
+	ws := e.m.WorkspaceDir(in.ID)
+	for _, d := range []string{ws, filepath.Join(filepath.Dir(ws), "runtime")} {
+		if err := os.RemoveAll(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var st *guest.OpStatus
+	if err := e.m.Client(ctx, "t1", in.ID, func(c *guest.Client) error {
+		var err error
+		st, err = c.Op(ctx, op)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if st.State != guest.OpStateFinished || string(st.Result.Stdout) != "did-it\n" {
+		t.Fatalf("op after restore: %+v", st)
+	}
+	if got := e.exec(t, in.ID, "find /workspace"); got != "/workspace\n" {
+		t.Fatalf("after restore the workspace holds %q", got)
 	}
 }

@@ -74,10 +74,7 @@ func (m *Manager) Close() {
 	defer m.mu.Unlock()
 	for _, e := range m.entries {
 		e.mu.Lock()
-		if e.client != nil {
-			e.client.Close()
-			e.client, e.socket = nil, ""
-		}
+		e.dropClient()
 		e.mu.Unlock()
 	}
 }

@@ -1,12 +1,13 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -56,11 +57,38 @@ func (m *Manager) wake(ctx context.Context, e *entry, id string) error {
 			}
 		}
 	}
-	if err := m.warmUp(ctx, e, sb); err != nil {
+	err = m.warmUp(ctx, e, sb)
+	if errors.Is(err, ErrUntrustedPeer) {
+		// Something inside the sandbox replaced the guest's socket (it can
+		// in a docker sandbox, where the socket's directory is shared): the
+		// daemon talks to nothing there, and the guest can no longer be
+		// reached. Start a new instance; the workspace stays.
+		m.log.WarnContext(ctx, "the guest's socket was tampered with from inside the sandbox: restarting it", "sandbox", id, "err", err)
+		if sb, err = m.restart(ctx, e, id); err != nil {
+			return err
+		}
+		err = m.warmUp(ctx, e, sb)
+	}
+	if err != nil {
 		return err
 	}
 	m.metrics.warmup.WithLabelValues(sb.Driver).Observe(m.clock.Now().Sub(start).Seconds())
 	return nil
+}
+
+// restart stops the running instance and starts a new one.
+func (m *Manager) restart(ctx context.Context, e *entry, id string) (*store.Sandbox, error) {
+	sb, err := m.cfg.Store.GetSandbox(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.stopDriver(ctx, e, sb); err != nil {
+		return nil, err
+	}
+	if sb, err = m.markCold(ctx, sb); err != nil {
+		return nil, err
+	}
+	return m.startDriver(ctx, e, sb)
 }
 
 // startDriver restores the workspace if it needs it (host side, before the
@@ -71,27 +99,35 @@ func (m *Manager) startDriver(ctx context.Context, e *entry, sb *store.Sandbox) 
 	if !ok {
 		return nil, fmt.Errorf("sandbox %s: %w %q", sb.ID, ErrUnknownDriver, sb.Driver)
 	}
+	if err := m.migrateStamp(ctx, sb); err != nil {
+		return nil, err
+	}
 	if err := m.restoreIfNeeded(ctx, sb); err != nil {
 		return nil, err
 	}
 	limits := m.limitsOf(sb)
-	run := m.runDir(sb.ID)
-	if err := os.MkdirAll(run, 0o755); err != nil {
+	run, err := m.resetRunDir(sb.ID)
+	if err != nil {
 		return nil, err
 	}
-	// A socket left by an earlier instance would make the probe answer
-	// "connection refused" forever; remove it so we wait for the new one.
-	_ = os.Remove(filepath.Join(run, GuestSocketName))
+	// Sandboxes created by earlier versions have none yet.
+	if err := os.MkdirAll(m.runtimeDir(sb.ID), 0o755); err != nil {
+		return nil, err
+	}
 	mounts, env := m.hookMounts(sb)
+	secret := guest.NewSecret()
 	h, err := d.Start(ctx, Spec{
 		ID: sb.ID, Image: sb.Image, Network: sb.Network, Limits: limits,
-		WorkspaceDir: m.workspaceDir(sb.ID), RunDir: run, GuestBinary: m.cfg.GuestBinary,
+		WorkspaceDir: m.workspaceDir(sb.ID), RuntimeDir: m.runtimeDir(sb.ID),
+		RunDir: run, GuestBinary: m.cfg.GuestBinary,
+		Secret: secret,
 		Labels: map[string]string{"agentkernel.tenant": sb.TenantID},
 		Mounts: mounts, Env: env,
 	})
 	if err != nil {
 		return nil, err
 	}
+	h.Secret = secret
 	raw, _ := json.Marshal(h)
 	now := m.clock.Now()
 	sb.Handle, sb.StartedAt, sb.WarmedAt = raw, &now, nil
@@ -101,8 +137,22 @@ func (m *Manager) startDriver(ctx context.Context, e *entry, sb *store.Sandbox) 
 		_ = d.Destroy(context.WithoutCancel(ctx), h)
 		return nil, err
 	}
-	m.setClient(e, h.SocketPath)
+	m.setClient(e, d, h)
 	return sb, nil
+}
+
+// resetRunDir empties the sandbox's private run directory (whatever an
+// earlier instance left there, including anything a sandbox of a version
+// that mounted it could write) and recreates it with mode 0700.
+func (m *Manager) resetRunDir(id string) (string, error) {
+	run := m.runDir(id)
+	if err := os.RemoveAll(run); err != nil {
+		return "", fmt.Errorf("sandbox %s: reset run dir: %w", id, err)
+	}
+	if err := os.Mkdir(run, 0o700); err != nil {
+		return "", fmt.Errorf("sandbox %s: run dir: %w", id, err)
+	}
+	return run, nil
 }
 
 // attach reconnects to a running instance from its persisted handle.
@@ -115,21 +165,45 @@ func (m *Manager) attach(ctx context.Context, e *entry, sb *store.Sandbox) error
 	if !ok {
 		return fmt.Errorf("sandbox %s: %w %q", sb.ID, ErrUnknownDriver, h.Driver)
 	}
+	if len(h.Secret) != guest.SecretSize {
+		// Started by a version without a guest secret, when the sandbox
+		// could redirect the daemon's socket: restart it rather than trust
+		// anything it says. Its workspace stays on disk.
+		m.log.WarnContext(ctx, "restarting a sandbox started without a guest secret", "sandbox", sb.ID)
+		if err := d.Stop(context.WithoutCancel(ctx), &h, m.cfg.StopTimeout); err != nil && !errors.Is(err, ErrGone) {
+			return fmt.Errorf("sandbox %s: stop the untrusted instance: %w", sb.ID, err)
+		}
+		return fmt.Errorf("sandbox %s: %w", sb.ID, errUntrustedHandle)
+	}
 	if err := d.Recover(ctx, &h); err != nil {
 		return err
 	}
-	m.setClient(e, h.SocketPath)
+	m.setClient(e, d, &h)
 	return nil
 }
 
-func (m *Manager) setClient(e *entry, socket string) {
-	if e.client != nil && e.socket == socket {
+// errUntrustedHandle: the handle has no secret; the instance was stopped.
+var errUntrustedHandle = errors.New("instance from an earlier version stopped: it has no guest secret")
+
+// setClient points the entry's client at the instance h names.
+func (m *Manager) setClient(e *entry, d Driver, h *Handle) {
+	if e.client != nil && bytes.Equal(e.secret, h.Secret) {
 		return
 	}
 	if e.client != nil {
 		e.client.Close()
 	}
-	e.client, e.socket = guest.NewClient(socket), socket
+	hc := *h
+	e.dial = func(ctx context.Context) (net.Conn, error) { return d.Dial(ctx, &hc) }
+	e.client, e.secret = guest.NewClient(e.dial, hc.Secret), hc.Secret
+}
+
+// dropClient forgets the entry's client (the instance is stopping).
+func (e *entry) dropClient() {
+	if e.client != nil {
+		e.client.Close()
+	}
+	e.client, e.dial, e.secret = nil, nil, nil
 }
 
 // markCold forgets the running instance (it is gone).
@@ -200,15 +274,20 @@ func (m *Manager) warmUp(ctx context.Context, e *entry, sb *store.Sandbox) error
 // probe waits for the guest socket, then runs `exec true` until it answers,
 // at most ProbeAttempts times.
 func (m *Manager) probe(ctx context.Context, e *entry, sb *store.Sandbox) error {
-	sock := e.socket
-	// Waiting for the socket file is not a probe attempt: it is how long the
-	// driver takes to start the guest.
+	// Waiting for the socket is not a probe attempt: it is how long the
+	// driver takes to start the guest (the process driver's socket exists
+	// before the guest does; a docker guest creates its own).
 	deadline := time.Now().Add(30 * time.Second)
 	// Poll finely: the guest of a process sandbox is up within ~15 ms, and
 	// every millisecond of sleep past that is wake latency.
 	for delay := 200 * time.Microsecond; time.Now().Before(deadline); delay = min(delay*2, 2*time.Millisecond) {
-		if _, err := os.Stat(sock); err == nil {
+		conn, err := e.dial(ctx)
+		if err == nil {
+			conn.Close()
 			break
+		}
+		if errors.Is(err, ErrUntrustedPeer) {
+			return err // waiting will not help
 		}
 		if err := sleepCtx(ctx, delay); err != nil {
 			return err
@@ -222,6 +301,9 @@ func (m *Manager) probe(ctx context.Context, e *entry, sb *store.Sandbox) error 
 		cancel()
 		if err == nil && res.ExitCode == 0 {
 			return nil
+		}
+		if errors.Is(err, ErrUntrustedPeer) {
+			return err
 		}
 		if err == nil {
 			err = fmt.Errorf("exec true exited %d", res.ExitCode)
@@ -246,8 +328,8 @@ func (m *Manager) markerOK(ctx context.Context, c *guest.Client, gen int64) bool
 
 // restoreIfNeeded restores the latest backup into the host workspace when
 // the workspace does not already hold that state or a newer one. The
-// generation stamp inside the workspace decides, so a workspace that
-// survived on disk is never overwritten by an older backup.
+// generation stamp beside the workspace decides (stamp.go), so a workspace
+// that survived on disk is never overwritten by an older backup.
 func (m *Manager) restoreIfNeeded(ctx context.Context, sb *store.Sandbox) error {
 	stamp := m.readStamp(sb.ID)
 	b, err := m.cfg.Store.LatestBackup(ctx, backupKey(sb), m.clock.Now())
@@ -266,9 +348,15 @@ func (m *Manager) restoreIfNeeded(ctx context.Context, sb *store.Sandbox) error 
 		return fmt.Errorf("sandbox %s: open backup %s: %w", sb.ID, b.ID, err)
 	}
 	defer r.Close()
-	st, err := snapshot.Replace(ctx, r, m.workspaceDir(sb.ID))
+	st, err := snapshot.Replace(ctx, r, m.workspaceDir(sb.ID), m.runtimeDir(sb.ID))
 	if err != nil {
 		return fmt.Errorf("sandbox %s: restore backup %s: %w", sb.ID, b.ID, err)
+	}
+	// A backup taken by an earlier version holds its stamp; the backup's
+	// generation is the truth.
+	removeLegacyStamp(m.workspaceDir(sb.ID))
+	if err := m.writeStamp(sb.ID, b.Generation); err != nil {
+		return err
 	}
 	m.metrics.restore.WithLabelValues(sb.Driver).Observe(m.clock.Now().Sub(start).Seconds())
 	m.log.InfoContext(ctx, "workspace restored", "sandbox", sb.ID, "backup", b.ID, "generation", b.Generation, "files", st.Files, "bytes", st.Bytes)
@@ -277,32 +365,6 @@ func (m *Manager) restoreIfNeeded(ctx context.Context, sb *store.Sandbox) error 
 
 func backupKey(sb *store.Sandbox) store.BackupKey {
 	return store.BackupKey{TenantID: sb.TenantID, Environment: sb.Environment, SessionKey: sb.SessionKey}
-}
-
-func (m *Manager) stampPath(id string) string {
-	return filepath.Join(m.workspaceDir(id), generationStampDir, generationStampFile)
-}
-
-// readStamp returns the workspace's generation stamp (0 when absent).
-func (m *Manager) readStamp(id string) int64 {
-	b, err := os.ReadFile(m.stampPath(id))
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	return n
-}
-
-func (m *Manager) writeStamp(id string, gen int64) error {
-	p := m.stampPath(id)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.FormatInt(gen, 10)+"\n"), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -266,3 +266,117 @@ func flip(b []byte, i int) []byte {
 	c[i] ^= 0xff
 	return c
 }
+
+// The workspace belongs to a sandbox that may change it while it is
+// archived. Directories it swaps for symlinks into the host between the
+// listing and the read (here deterministically, from the Exclude hook,
+// which runs exactly then) are never followed, nor are symlinked files.
+func TestWriteFollowsNothingTheSandboxSwapsIn(t *testing.T) {
+	ctx := context.Background()
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "passwd"), []byte("HOST-SECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, swap := range []string{"dir", "file"} {
+		t.Run(swap, func(t *testing.T) {
+			ws := t.TempDir()
+			os.Mkdir(filepath.Join(ws, "a"), 0o755)
+			os.WriteFile(filepath.Join(ws, "a", "passwd"), []byte("mine"), 0o644)
+			hook := func(rel string) bool {
+				if rel != "a/passwd" {
+					return false
+				}
+				switch swap {
+				case "dir": // a/ → the host directory
+					os.Rename(filepath.Join(ws, "a"), filepath.Join(ws, "a.old"))
+					os.Symlink(host, filepath.Join(ws, "a"))
+				case "file": // a/passwd → the host file
+					os.Remove(filepath.Join(ws, "a", "passwd"))
+					os.Symlink(filepath.Join(host, "passwd"), filepath.Join(ws, "a", "passwd"))
+				}
+				return false
+			}
+			var buf bytes.Buffer
+			_, err := Write(ctx, ws, &buf, WriteOptions{Exclude: hook})
+			if err == nil {
+				out := t.TempDir()
+				if _, err := Extract(ctx, bytes.NewReader(buf.Bytes()), out); err != nil {
+					t.Fatal(err)
+				}
+				// A symlink is archived as a symlink (data, resolved inside
+				// the sandbox); only a regular file could carry host data.
+				p := filepath.Join(out, "a", "passwd")
+				if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+					if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("HOST-SECRET")) {
+						t.Fatalf("the snapshot holds a host file read through the sandbox's symlink")
+					}
+				}
+			}
+			if bytes.Contains(buf.Bytes(), []byte("HOST-SECRET")) {
+				t.Fatal("the snapshot stream holds a host file")
+			}
+		})
+	}
+}
+
+// A snapshot with a runtime part restores both directories; the workspace
+// part is a complete archive by itself (what earlier versions read), and
+// an archive without the runtime part leaves the runtime directory empty.
+func TestRuntimePartRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	ws, rt := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(ws, "user.txt"), []byte("mine"), 0o644)
+	os.MkdirAll(filepath.Join(rt, "ops", "op_1"), 0o700)
+	os.WriteFile(filepath.Join(rt, "ops", "op_1", "result.json"), []byte(`{"exit_code":0}`), 0o600)
+	var buf bytes.Buffer
+	st, err := Write(ctx, ws, &buf, WriteOptions{Runtime: rt})
+	if err != nil || st.Files != 2 || st.Dirs != 2 {
+		t.Fatalf("write: %+v %v", st, err)
+	}
+	if got, err := Verify(ctx, bytes.NewReader(buf.Bytes())); err != nil || got != st {
+		t.Fatalf("verify: %+v %v, want %+v", got, err, st)
+	}
+	// One tar reader (an earlier version's restore) sees the workspace only.
+	zr, _ := zstd.NewReader(bytes.NewReader(buf.Bytes()))
+	tr := tar.NewReader(zr)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		names = append(names, h.Name)
+	}
+	zr.Close()
+	if strings.Join(names, ",") != "user.txt" {
+		t.Fatalf("first part holds %v, want the workspace only", names)
+	}
+
+	ws2, rt2 := filepath.Join(t.TempDir(), "ws"), filepath.Join(t.TempDir(), "rt")
+	os.Mkdir(ws2, 0o755)
+	os.Mkdir(rt2, 0o755)
+	os.WriteFile(filepath.Join(rt2, "stale"), nil, 0o600)
+	if _, err := Replace(ctx, bytes.NewReader(buf.Bytes()), ws2, rt2); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws2, "user.txt")); string(b) != "mine" {
+		t.Fatalf("workspace: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(rt2, "ops", "op_1", "result.json")); string(b) != `{"exit_code":0}` {
+		t.Fatalf("runtime: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(rt2, "stale")); err == nil {
+		t.Fatal("the runtime dir kept a file the snapshot did not have")
+	}
+	// An archive of the workspace alone empties the runtime directory.
+	buf.Reset()
+	if _, err := Write(ctx, ws, &buf, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Replace(ctx, bytes.NewReader(buf.Bytes()), ws2, rt2); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(rt2); len(entries) != 0 {
+		t.Fatalf("runtime dir after a workspace-only restore: %v", entries)
+	}
+}

@@ -19,6 +19,17 @@ import (
 // output); a tmpfs, as in the process driver, since the rootfs is read-only.
 const guestStateDir = "/.agentkernel/state"
 
+// The guest's socket. A container cannot inherit a listening socket from
+// the daemon, so the guest creates it in the one directory it shares with
+// the host: sockDirName in the private run dir, mounted at guestSockDir.
+// The sandbox can write there too, so Dial follows nothing in it and talks
+// only to a socket the container's init (the guest) listens on.
+const (
+	sockDirName   = "sock"
+	guestSockDir  = "/.agentkernel/sock"
+	guestSockName = "guest.sock"
+)
+
 // containerName is the Docker name of a sandbox's container.
 func containerName(id string) string { return "agentkernel-" + id }
 
@@ -58,7 +69,12 @@ func buildCreate(spec sandbox.Spec, image string) (*createOptions, error) {
 	mounts := []mount.Mount{
 		{Type: mount.TypeBind, Source: spec.GuestBinary, Target: sandbox.GuestBinaryPath, ReadOnly: true},
 		{Type: mount.TypeBind, Source: spec.WorkspaceDir, Target: sandbox.WorkspacePath},
-		{Type: mount.TypeBind, Source: spec.RunDir, Target: sandbox.GuestDir},
+		{Type: mount.TypeBind, Source: filepath.Join(spec.RunDir, sockDirName), Target: guestSockDir},
+	}
+	cmd := []string{"guest", "--state-dir", guestStateDir, "--socket", guestSockDir + "/" + guestSockName, "--secret-fd", "0"}
+	if spec.RuntimeDir != "" {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: spec.RuntimeDir, Target: sandbox.RuntimePath})
+		cmd = append(cmd, "--runtime-dir", sandbox.RuntimePath)
 	}
 	for _, m := range spec.Mounts {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
@@ -78,19 +94,25 @@ func buildCreate(spec sandbox.Spec, image string) (*createOptions, error) {
 		// writes outside its workspace survives a stop.
 		ReadonlyRootfs: true,
 		Tmpfs: map[string]string{
-			"/tmp":        "rw,exec,nosuid,nodev,mode=1777",
-			guestStateDir: "rw,nosuid,nodev,mode=0700",
+			"/tmp":           "rw,exec,nosuid,nodev,mode=1777",
+			guestStateDir:    "rw,nosuid,nodev,mode=0700",
+			sandbox.AgentDir: "rw,nosuid,nodev,mode=0755",
 		},
 	}
 	cfg := &container.Config{
 		Image:      image,
 		Entrypoint: []string{sandbox.GuestBinaryPath},
 		// "guest" selects the subcommand of the agentkernel binary (and is
-		// accepted by the stand-alone guest build too).
-		Cmd:        []string{"guest", "--state-dir", guestStateDir},
-		Env:        env,
-		WorkingDir: sandbox.WorkspacePath,
-		Labels:     labels,
+		// accepted by the stand-alone guest build too). The secret comes on
+		// stdin, written once by Start: never in the container's config,
+		// files or environment.
+		Cmd:         cmd,
+		Env:         env,
+		WorkingDir:  sandbox.WorkspacePath,
+		Labels:      labels,
+		OpenStdin:   true,
+		StdinOnce:   true,
+		AttachStdin: true,
 	}
 	return &createOptions{name: containerName(spec.ID), config: cfg, host: host}, nil
 }

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ func testSpec() sandbox.Spec {
 		ID:           "sbx_abc",
 		WorkspaceDir: "/srv/ws",
 		RunDir:       "/srv/run",
+		Secret:       []byte("0123456789abcdef0123456789abcdef"),
 		GuestBinary:  "/usr/lib/agentkernel/guest",
 		Env:          map[string]string{"B": "2", "A": "1"},
 		Labels:       map[string]string{"team": "x", LabelManaged: "false"},
@@ -34,8 +36,13 @@ func TestBuildCreate(t *testing.T) {
 	if c.Image != "img:1" || len(c.Entrypoint) != 1 || c.Entrypoint[0] != sandbox.GuestBinaryPath {
 		t.Errorf("image/entrypoint = %q %q", c.Image, c.Entrypoint)
 	}
-	if !h.ReadonlyRootfs || h.Tmpfs["/tmp"] == "" || h.Tmpfs[guestStateDir] == "" {
-		t.Errorf("rootfs read-only %v, tmpfs %v: want read-only with tmpfs /tmp and %s", h.ReadonlyRootfs, h.Tmpfs, guestStateDir)
+	if !h.ReadonlyRootfs || h.Tmpfs["/tmp"] == "" || h.Tmpfs[guestStateDir] == "" || h.Tmpfs[sandbox.AgentDir] == "" {
+		t.Errorf("rootfs read-only %v, tmpfs %v: want read-only with tmpfs /tmp, %s and %s", h.ReadonlyRootfs, h.Tmpfs, guestStateDir, sandbox.AgentDir)
+	}
+	// The secret goes to the guest on stdin, never into the container's
+	// configuration.
+	if !c.OpenStdin || !c.StdinOnce || strings.Contains(fmt.Sprint(c.Cmd, c.Env, c.Entrypoint, c.Labels), "0123456789abcdef") {
+		t.Errorf("stdin %v/%v, cmd %q env %q: want the secret on stdin only", c.OpenStdin, c.StdinOnce, c.Cmd, c.Env)
 	}
 	if got := strings.Join(c.Env, ","); got != "A=1,B=2" {
 		t.Errorf("env = %q, want sorted A=1,B=2", got)
@@ -58,7 +65,7 @@ func TestBuildCreate(t *testing.T) {
 	want := map[string]mount.Mount{
 		sandbox.GuestBinaryPath: {Type: mount.TypeBind, Source: "/usr/lib/agentkernel/guest", Target: sandbox.GuestBinaryPath, ReadOnly: true},
 		sandbox.WorkspacePath:   {Type: mount.TypeBind, Source: "/srv/ws", Target: sandbox.WorkspacePath},
-		sandbox.GuestDir:        {Type: mount.TypeBind, Source: "/srv/run", Target: sandbox.GuestDir},
+		guestSockDir:            {Type: mount.TypeBind, Source: "/srv/run/sock", Target: guestSockDir},
 		sandbox.AppPath:         {Type: mount.TypeBind, Source: "/srv/app", Target: sandbox.AppPath, ReadOnly: true},
 	}
 	if len(h.Mounts) != len(want) {

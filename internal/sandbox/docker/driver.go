@@ -1,7 +1,8 @@
 // Package docker is the sandbox driver on the Docker Engine API: one container
 // per sandbox, with the agentkernel guest bind-mounted read-only as its
-// entrypoint (PID 1), the workspace and run directory bind-mounted from the
-// host, no network unless asked, and resource limits applied by Docker.
+// entrypoint (PID 1), the workspace and the guest's socket directory
+// bind-mounted from the host, the sandbox's secret on the guest's stdin, no
+// network unless asked, and resource limits applied by Docker.
 //
 // Images are local only: the driver never pulls. The project's test image is
 // built by scripts/docker-image/build.sh.

@@ -74,7 +74,7 @@ func TestLifecycle(t *testing.T) {
 	ctx := t.Context()
 	spec := newSpec(t, scriptGuest(t, report("pid", "echo $$")))
 	h := start(t, d, spec)
-	if h.ID != spec.ID || h.Driver != Name || h.SocketPath != filepath.Join(spec.RunDir, sandbox.GuestSocketName) {
+	if h.ID != spec.ID || h.Driver != Name || string(h.Secret) != string(spec.Secret) {
 		t.Errorf("handle = %+v", h)
 	}
 	if pid := waitFile(t, filepath.Join(spec.WorkspaceDir, "pid")); pid != "1" {
@@ -165,18 +165,23 @@ func TestSpecApplied(t *testing.T) {
 	d := engine(t)
 	appDir := t.TempDir()
 	os.WriteFile(filepath.Join(appDir, "app.txt"), []byte("hello app"), 0o644)
-	spec := newSpec(t, scriptGuest(t, report("seen", `echo "env=$GREETING"; echo "cwd=$(pwd)"; cat /app/app.txt; echo; touch /app/x 2>/dev/null && echo app-writable || echo app-readonly; touch /.agentkernel/guest 2>/dev/null && echo guest-writable || echo guest-readonly; touch /run/agentkernel/probe && echo run-writable; touch /etc/x 2>/dev/null && echo etc-writable || echo etc-readonly; touch /tmp/x && echo tmp-writable`)))
+	spec := newSpec(t, scriptGuest(t, report("seen", `echo "env=$GREETING"; echo "cwd=$(pwd)"; cat /app/app.txt; echo; touch /app/x 2>/dev/null && echo app-writable || echo app-readonly; touch /.agentkernel/guest 2>/dev/null && echo guest-writable || echo guest-readonly; touch /run/agentkernel/probe && echo run-writable; touch /.agentkernel/sock/probe && echo sock-writable; touch /etc/x 2>/dev/null && echo etc-writable || echo etc-readonly; touch /tmp/x && echo tmp-writable`)))
 	spec.Env = map[string]string{"GREETING": "hi there"}
 	spec.Mounts = []sandbox.Mount{{Source: appDir, Target: sandbox.AppPath, ReadOnly: true}}
 	spec.Labels = map[string]string{"agentkernel.tenant": "t1"}
 	h := start(t, d, spec)
 	got := waitFile(t, filepath.Join(spec.WorkspaceDir, "seen"))
-	want := "env=hi there\ncwd=/workspace\nhello app\napp-readonly\nguest-readonly\nrun-writable\netc-readonly\ntmp-writable"
+	want := "env=hi there\ncwd=/workspace\nhello app\napp-readonly\nguest-readonly\nrun-writable\nsock-writable\netc-readonly\ntmp-writable"
 	if got != want {
 		t.Errorf("inside the sandbox:\n%s\nwant:\n%s", got, want)
 	}
-	if _, err := os.Stat(filepath.Join(spec.RunDir, "probe")); err != nil {
-		t.Errorf("RunDir is not shared with the host: %v", err)
+	// Only the socket directory is shared with the host; /run/agentkernel
+	// (the agent socket) is the container's own.
+	if _, err := os.Stat(filepath.Join(spec.RunDir, sockDirName, "probe")); err != nil {
+		t.Errorf("the socket dir is not shared with the host: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(spec.RunDir, "probe")); err == nil {
+		t.Errorf("/run/agentkernel is the host's run dir")
 	}
 	res, err := d.cli.ContainerInspect(t.Context(), mustID(t, h), client.ContainerInspectOptions{})
 	if err != nil {
@@ -260,8 +265,8 @@ func TestListAndRecover(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("List does not find %s among %d handles", spec.ID, len(list))
 	}
-	if got := list[i]; got.Driver != Name || got.SocketPath != h.SocketPath || string(got.State) != string(h.State) {
-		t.Errorf("listed handle %+v, want %+v", got, h)
+	if got := list[i]; got.Driver != Name || mustID(t, got) != mustID(t, h) || got.Secret != nil {
+		t.Errorf("listed handle %+v, want %+v without the secret", got, h)
 	}
 
 	// A fresh driver (a restarted daemon) reattaches from the persisted

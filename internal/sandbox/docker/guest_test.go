@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/guest"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
+	"github.com/agentkernel/agentkernel/internal/sandbox/sandboxtest"
 )
 
 // waitHealthy polls the guest until /health answers ok.
@@ -36,7 +37,7 @@ func TestRealGuest(t *testing.T) {
 	d := engine(t)
 	spec := newSpec(t, realGuest(t))
 	h := start(t, d, spec)
-	c := guest.NewClient(h.SocketPath)
+	c := sandboxtest.Client(d, h)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -94,7 +95,7 @@ func TestWakeLatency(t *testing.T) {
 			t.Fatal(err)
 		}
 		t1 := time.Now()
-		c := guest.NewClient(h.SocketPath)
+		c := sandboxtest.Client(d, h)
 		hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		_, err = waitHealthy(hctx, c)
 		t2 := time.Now()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net"
 	"strconv"
 	"time"
 
@@ -104,7 +105,8 @@ func enforcement(hc *container.HostConfig) map[string]sandbox.Enforcement {
 // Recover reattaches to a container started by an earlier daemon process,
 // using only the persisted handle. Nothing needs re-establishing (the guest
 // socket is on the host), so it only checks that the container still runs and
-// is the one the handle names.
+// is the one the handle names, with the same init: a container restarted
+// behind the daemon's back has a guest that never got its secret.
 func (d *Driver) Recover(ctx context.Context, h *sandbox.Handle) error {
 	c, err := d.inspect(ctx, h)
 	if err != nil {
@@ -113,7 +115,24 @@ func (d *Driver) Recover(ctx context.Context, h *sandbox.Handle) error {
 	if c.State == nil || !c.State.Running {
 		return fmt.Errorf("docker: recover %s: container %.12s is not running: %w", h.ID, c.ID, sandbox.ErrGone)
 	}
+	if st, _ := decodeState(h); st != nil && st.PID != 0 && c.State.Pid != st.PID {
+		return fmt.Errorf("docker: recover %s: container %.12s was restarted (init pid %d, was %d): %w", h.ID, c.ID, c.State.Pid, st.PID, sandbox.ErrGone)
+	}
 	return nil
+}
+
+// Dial implements sandbox.Driver: the guest's socket in the shared socket
+// directory, reached without following anything the sandbox put there,
+// and only if the container's init listens on it (SO_PEERCRED).
+func (d *Driver) Dial(ctx context.Context, h *sandbox.Handle) (net.Conn, error) {
+	st, err := decodeState(h)
+	if err != nil {
+		return nil, err
+	}
+	if st.RunDir == "" || st.PID <= 0 {
+		return nil, fmt.Errorf("docker: handle of %s does not say where its guest listens (started by an earlier version)", h.ID)
+	}
+	return sandbox.DialUnix(ctx, st.RunDir, sockDirName+"/"+guestSockName, sandbox.Peer{PID: st.PID})
 }
 
 func (d *Driver) inspect(ctx context.Context, h *sandbox.Handle) (*container.InspectResponse, error) {

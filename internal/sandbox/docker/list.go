@@ -3,7 +3,6 @@ package docker
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/moby/moby/client"
 
@@ -23,13 +22,9 @@ func (d *Driver) List(ctx context.Context) ([]*sandbox.Handle, error) {
 	}
 	handles := make([]*sandbox.Handle, 0, len(res.Items))
 	for _, c := range res.Items {
-		h := &sandbox.Handle{ID: c.Labels[LabelSandbox], Driver: Name, State: encodeState(c.ID)}
-		for _, m := range c.Mounts {
-			if m.Destination == sandbox.GuestDir {
-				h.SocketPath = filepath.Join(m.Source, sandbox.GuestSocketName)
-			}
-		}
-		handles = append(handles, h)
+		// Enough to stop, inspect and destroy it; not to talk to its guest
+		// (no secret), which only the store's handle allows.
+		handles = append(handles, &sandbox.Handle{ID: c.Labels[LabelSandbox], Driver: Name, State: encodeState(c.ID)})
 	}
 	return handles, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	agentguest "github.com/agentkernel/agentkernel/internal/guest"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/testenv"
 )
@@ -125,6 +126,7 @@ func newSpec(t testing.TB, guest string) sandbox.Spec {
 		WorkspaceDir: t.TempDir(),
 		RunDir:       t.TempDir(),
 		GuestBinary:  guest,
+		Secret:       agentguest.NewSecret(),
 	}
 }
 

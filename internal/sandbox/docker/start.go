@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
+	"github.com/agentkernel/agentkernel/internal/guest"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 )
 
@@ -29,23 +31,69 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (*sandbox.Handle,
 		return nil, fmt.Errorf("docker: start %s: spec.GuestBinary %q: not a regular file (build the guest with CGO_ENABLED=0)", spec.ID, spec.GuestBinary)
 	}
 
+	if len(spec.Secret) != guest.SecretSize {
+		return nil, fmt.Errorf("docker: start %s: spec.Secret is %d bytes, want %d", spec.ID, len(spec.Secret), guest.SecretSize)
+	}
+	// The shared socket directory starts empty, whatever an earlier
+	// instance put there.
+	sockDir := filepath.Join(spec.RunDir, sockDirName)
+	if err := os.RemoveAll(sockDir); err != nil {
+		return nil, fmt.Errorf("docker: start %s: %w", spec.ID, err)
+	}
+	if err := os.Mkdir(sockDir, 0o700); err != nil {
+		return nil, fmt.Errorf("docker: start %s: %w", spec.ID, err)
+	}
+
 	id, err := d.create(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("docker: start %s: %w", spec.ID, err)
 	}
-	if _, err := d.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+	pid, err := d.startWithSecret(ctx, id, spec.Secret)
+	if err != nil {
 		// Do not leave a created-but-dead container behind for List to find;
 		// the cleanup must finish even if ctx is what failed.
 		d.remove(context.WithoutCancel(ctx), id)
-		return nil, fmt.Errorf("docker: start %s: container %.12s: %w", spec.ID, id, d.unavailable(err))
+		return nil, fmt.Errorf("docker: start %s: container %.12s: %w", spec.ID, id, err)
 	}
-	d.logger.DebugContext(ctx, "sandbox started", "sandbox", spec.ID, "container", id, "image", image)
+	d.logger.DebugContext(ctx, "sandbox started", "sandbox", spec.ID, "container", id, "image", image, "pid", pid)
 	return &sandbox.Handle{
-		ID:         spec.ID,
-		Driver:     Name,
-		SocketPath: filepath.Join(spec.RunDir, sandbox.GuestSocketName),
-		State:      encodeState(id),
+		ID:     spec.ID,
+		Driver: Name,
+		Secret: spec.Secret,
+		State:  state{ContainerID: id, RunDir: spec.RunDir, PID: pid}.encode(),
 	}, nil
+}
+
+// startWithSecret starts the container with the guest's stdin attached,
+// writes the secret to it and closes it (the container is StdinOnce), and
+// returns the container's init pid. Attaching before the start, as `docker
+// start -ai` does, means nothing can read the container's stdin first.
+func (d *Driver) startWithSecret(ctx context.Context, id string, secret []byte) (int, error) {
+	att, err := d.cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdin: true})
+	if err != nil {
+		return 0, fmt.Errorf("attach stdin: %w", d.unavailable(err))
+	}
+	defer att.Close()
+	if _, err := d.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return 0, d.unavailable(err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = att.Conn.SetWriteDeadline(dl)
+	}
+	if _, err := att.Conn.Write(guest.EncodeSecret(secret)); err != nil {
+		return 0, fmt.Errorf("hand the guest its secret: %w", err)
+	}
+	if err := att.CloseWrite(); err != nil {
+		return 0, fmt.Errorf("hand the guest its secret: %w", err)
+	}
+	res, err := d.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return 0, d.unavailable(err)
+	}
+	if res.Container.State == nil || res.Container.State.Pid <= 0 {
+		return 0, errors.New("the engine reports no init pid: the guest exited at once")
+	}
+	return res.Container.State.Pid, nil
 }
 
 // create creates the container, replacing a stopped one left under the same

@@ -37,10 +37,14 @@ var imageSkip = map[string]bool{
 // guestStateDir is the guest's private tmpfs for background output.
 const guestStateDir = "/.agentkernel/state"
 
-// Fds of the pipes passed to bwrap (ExtraFiles start at 3).
+// Fds passed to bwrap (ExtraFiles start at 3). bwrap consumes the first
+// two; the guest inherits the others: the daemon's listening socket and a
+// pipe holding the sandbox's secret.
 const (
-	blockFd = 3
-	infoFd  = 4
+	blockFd  = 3
+	infoFd   = 4
+	secretFd = 5
+	listenFd = 6
 )
 
 // bwrapArgs builds bwrap's command line. root is the image rootfs, or ""
@@ -70,10 +74,16 @@ func (d *Driver) bwrapArgs(spec sandbox.Spec, root string, guestFlags []string) 
 		"--dev", "/dev",
 		"--tmpfs", "/tmp",
 		"--bind", spec.WorkspaceDir, sandbox.WorkspacePath,
-		"--bind", spec.RunDir, sandbox.GuestDir,
+		// The sandbox's own: the guest's agent socket. The daemon's socket
+		// is in spec.RunDir, which is not mounted at all.
+		"--tmpfs", sandbox.AgentDir,
 		"--ro-bind", spec.GuestBinary, sandbox.GuestBinaryPath,
 		"--tmpfs", guestStateDir,
 	)
+	if spec.RuntimeDir != "" {
+		a = append(a, "--bind", spec.RuntimeDir, sandbox.RuntimePath)
+		guestFlags = append(guestFlags, "--runtime-dir", sandbox.RuntimePath)
+	}
 	for _, m := range spec.Mounts {
 		if !filepath.IsAbs(m.Source) || !filepath.IsAbs(m.Target) {
 			return nil, fmt.Errorf("process driver: mount %q → %q: both paths must be absolute", m.Source, m.Target)
@@ -86,7 +96,8 @@ func (d *Driver) bwrapArgs(spec sandbox.Spec, root string, guestFlags []string) 
 	}
 	a = append(a,
 		// bwrap's root is a tmpfs of mount points; read-only, so the only
-		// writable places are /workspace, /tmp and the run dir.
+		// writable places are /workspace, /tmp, /run/agentkernel and the
+		// runtime dir.
 		"--remount-ro", "/",
 		"--chdir", sandbox.WorkspacePath,
 		"--block-fd", fmt.Sprint(blockFd),
@@ -95,7 +106,8 @@ func (d *Driver) bwrapArgs(spec sandbox.Spec, root string, guestFlags []string) 
 	)
 	a = append(a, d.cfg.GuestArgs...)
 	a = append(a,
-		"--socket", sandbox.GuestDir+"/"+sandbox.GuestSocketName,
+		"--listen-fd", fmt.Sprint(listenFd),
+		"--secret-fd", fmt.Sprint(secretFd),
 		"--state-dir", guestStateDir,
 		"--workdir", sandbox.WorkspacePath,
 	)

@@ -37,7 +37,7 @@ func benchSpec(b *testing.B, guestBin string) sandbox.Spec {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { os.RemoveAll(run) })
-	return sandbox.Spec{ID: "sbx-bench", WorkspaceDir: b.TempDir(), RunDir: run, GuestBinary: guestBin}
+	return sandbox.Spec{ID: "sbx-bench", WorkspaceDir: b.TempDir(), RunDir: run, GuestBinary: guestBin, Secret: guest.NewSecret()}
 }
 
 // BenchmarkWake: Start → first successful Health over the socket, without
@@ -81,7 +81,7 @@ func benchWake(b *testing.B, d *Driver, spec sandbox.Spec, wantLimits string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		c := guest.NewClient(h.SocketPath)
+		c := sandboxtest.Client(d, h)
 		for {
 			if _, err := c.Health(ctx); err == nil {
 				break
@@ -129,7 +129,7 @@ func BenchmarkExecGuest(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Destroy(ctx, h)
-	c := guest.NewClient(h.SocketPath)
+	c := sandboxtest.Client(d, h)
 	defer c.Close()
 	sandboxtest.WaitHealthy(b, c)
 	var samples []time.Duration

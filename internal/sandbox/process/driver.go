@@ -1,8 +1,10 @@
 // Package process is the default sandbox driver: Linux namespaces through
 // bubblewrap (bwrap). Each sandbox is a bwrap process in its own session
 // whose child — the guest, PID 1 of a new PID namespace (--as-pid-1) — sees
-// read-only system directories, a writable /workspace and /tmp, the run
-// directory with the guest socket, and nothing else of the host.
+// read-only system directories, a writable /workspace and /tmp, tmpfs of
+// its own, and nothing else of the host. The guest's socket is created by
+// the driver in the private run directory (not mounted) and inherited by
+// the guest as an open file, with the sandbox's secret in a pipe.
 //
 // Sandboxes outlive the daemon: bwrap runs without --die-with-parent in a
 // new session, and the handle's state (guest pid + its start time from

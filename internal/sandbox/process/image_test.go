@@ -101,6 +101,7 @@ func TestImageRootfs(t *testing.T) {
 	spec := sandbox.Spec{
 		ID: "sbx-image", Image: "busybox",
 		WorkspaceDir: t.TempDir(), RunDir: run, GuestBinary: sandboxtest.BuildGuest(t),
+		Secret: guest.NewSecret(),
 	}
 	startSandbox := func() (*sandbox.Handle, *guest.Client) {
 		h, err := d.Start(ctx, spec)
@@ -108,7 +109,7 @@ func TestImageRootfs(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = d.Destroy(context.Background(), h) })
-		c := guest.NewClient(h.SocketPath)
+		c := sandboxtest.Client(d, h)
 		t.Cleanup(c.Close)
 		sandboxtest.WaitHealthy(t, c)
 		return h, c

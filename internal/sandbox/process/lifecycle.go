@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -103,9 +104,9 @@ func (d *Driver) Destroy(ctx context.Context, h *sandbox.Handle) error {
 	if err := removeCgroups(st.CgroupDirs); err != nil {
 		return fmt.Errorf("process driver: destroy %s: %w", h.ID, err)
 	}
-	if h.SocketPath != "" {
-		_ = os.Remove(h.SocketPath)
-		_ = os.Remove(filepath.Join(filepath.Dir(h.SocketPath), LogName))
+	if st.Socket != "" {
+		_ = os.Remove(st.Socket)
+		_ = os.Remove(filepath.Join(filepath.Dir(st.Socket), LogName))
 	}
 	d.mu.Lock()
 	delete(d.running, h.ID)
@@ -162,7 +163,7 @@ func (d *Driver) Recover(ctx context.Context, h *sandbox.Handle) error {
 	if !st.alive() {
 		return fmt.Errorf("process driver: recover %s (pid %d not running): %w", h.ID, st.PID, sandbox.ErrGone)
 	}
-	c := guest.NewClient(h.SocketPath)
+	c := guest.NewClient(func(ctx context.Context) (net.Conn, error) { return d.Dial(ctx, h) }, h.Secret)
 	defer c.Close()
 	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -170,4 +171,17 @@ func (d *Driver) Recover(ctx context.Context, h *sandbox.Handle) error {
 		return fmt.Errorf("process driver: recover %s (guest not answering: %v): %w", h.ID, err, sandbox.ErrGone)
 	}
 	return nil
+}
+
+// Dial implements sandbox.Driver: the socket the driver created in the
+// private run dir, checked to be the same socket file.
+func (d *Driver) Dial(ctx context.Context, h *sandbox.Handle) (net.Conn, error) {
+	st, err := decodeState(h)
+	if err != nil {
+		return nil, err
+	}
+	if st.Socket == "" {
+		return nil, fmt.Errorf("process driver: handle of %s has no guest socket (started by an earlier version)", h.ID)
+	}
+	return sandbox.DialUnix(ctx, filepath.Dir(st.Socket), filepath.Base(st.Socket), sandbox.Peer{Ino: st.SocketIno})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,12 +13,24 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/agentkernel/agentkernel/internal/beneath"
+	"github.com/agentkernel/agentkernel/internal/guest"
 	"github.com/agentkernel/agentkernel/internal/image"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 )
 
-// LogName is bwrap's and the guest's log file in the run dir.
-const LogName = "guest.log"
+// Files in the sandbox's private run dir (Spec.RunDir), which is never
+// mounted into the sandbox.
+const (
+	// LogName is bwrap's and the guest's log.
+	LogName = "guest.log"
+	// SocketName is the guest's socket: the driver creates and listens on
+	// it, and hands the listening socket to the guest as an open file, so
+	// nothing inside the sandbox can see, replace or redirect it.
+	SocketName = "guest.sock"
+)
 
 // Start implements sandbox.Driver. bwrap is started with --block-fd: it
 // sets up the namespaces and stops before exec'ing the guest, the driver
@@ -41,20 +54,29 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (*sandbox.Handle,
 		removeCgroups(st.CgroupDirs)
 		return nil, err
 	}
-	sock := filepath.Join(spec.RunDir, sandbox.GuestSocketName)
-	_ = os.Remove(sock) // a stale socket would answer nothing and confuse probes
-
-	logf, err := os.OpenFile(filepath.Join(spec.RunDir, LogName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("process driver: log: %w", err)
-	}
-	defer logf.Close()
 	started := false
 	defer func() {
 		if !started {
 			removeCgroups(st.CgroupDirs)
 		}
 	}()
+	logf, err := openLog(spec.RunDir)
+	if err != nil {
+		return nil, fmt.Errorf("process driver: log: %w", err)
+	}
+	defer logf.Close()
+	st.Socket = filepath.Join(spec.RunDir, SocketName)
+	lnFile, ino, err := listen(st.Socket)
+	if err != nil {
+		return nil, fmt.Errorf("process driver: guest socket: %w", err)
+	}
+	defer lnFile.Close()
+	st.SocketIno = ino
+	secretR, err := secretPipe(spec.Secret)
+	if err != nil {
+		return nil, err
+	}
+	defer secretR.Close()
 	blockR, blockW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -69,7 +91,7 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (*sandbox.Handle,
 
 	cmd := exec.Command(d.bwrap, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{blockR, infoW} // fds 3 and 4
+	cmd.ExtraFiles = []*os.File{blockR, infoW, secretR, lnFile} // fds 3 to 6
 	// A session of its own: the daemon's terminal or process group going
 	// away must not signal the sandbox.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -117,7 +139,71 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (*sandbox.Handle,
 		return nil, err
 	}
 	d.log.Info("sandbox started", "sandbox", spec.ID, "pid", childPID, "limits", st.Limits)
-	return &sandbox.Handle{ID: spec.ID, Driver: Name, SocketPath: sock, State: raw}, nil
+	return &sandbox.Handle{ID: spec.ID, Driver: Name, Secret: spec.Secret, State: raw}, nil
+}
+
+// listen creates the guest's listening socket at path and returns it as a
+// file for the guest to inherit, and its inode (Dial checks it). The socket
+// file stays when the daemon's copy is closed: the guest keeps listening,
+// and a restarted daemon reaches it there.
+func listen(path string) (*os.File, uint64, error) {
+	if err := os.RemoveAll(path); err != nil { // an earlier instance's
+		return nil, 0, err
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, 0, err
+	}
+	ln.SetUnlinkOnClose(false)
+	defer ln.Close()
+	f, err := ln.File()
+	if err != nil {
+		return nil, 0, err
+	}
+	ino, err := sandbox.SocketIno(path)
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, ino, nil
+}
+
+// secretPipe returns the read end of a pipe that holds the encoded secret
+// and is closed for writing: the guest reads it once, and it was never in a
+// file, an argument or an environment variable.
+func secretPipe(secret []byte) (*os.File, error) {
+	if len(secret) != guest.SecretSize {
+		return nil, fmt.Errorf("process driver: spec.Secret is %d bytes, want %d", len(secret), guest.SecretSize)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.Write(guest.EncodeSecret(secret)) // fits the pipe's buffer
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// openLog opens the run dir's log for appending, following no symlink.
+func openLog(runDir string) (*os.File, error) {
+	d, err := beneath.OpenDir(runDir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	f, err := beneath.Open(d, LogName, os.O_WRONLY|os.O_CREATE|os.O_APPEND|unix.O_NONBLOCK, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s/%s is not a regular file", runDir, LogName)
+	}
+	return f, nil
 }
 
 func (d *Driver) validate(spec sandbox.Spec) (root string, err error) {
@@ -134,6 +220,9 @@ func (d *Driver) validate(spec sandbox.Spec) (root string, err error) {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			return "", fmt.Errorf("process driver: %s %q is not a directory", field, dir)
 		}
+	}
+	if fi, err := os.Lstat(spec.RunDir); err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("process driver: RunDir %q must be a private directory (mode 0700, not a symlink)", spec.RunDir)
 	}
 	if fi, err := os.Stat(spec.GuestBinary); err != nil || fi.IsDir() || !filepath.IsAbs(spec.GuestBinary) {
 		return "", fmt.Errorf("process driver: GuestBinary %q is not an absolute path to a file", spec.GuestBinary)
@@ -189,12 +278,24 @@ func readChildPID(ctx context.Context, r *os.File) (int, error) {
 
 // logTail returns the end of the run dir's log for error messages.
 func logTail(runDir string) string {
-	b, err := os.ReadFile(filepath.Join(runDir, LogName))
-	if err != nil || len(b) == 0 {
+	d, err := beneath.OpenDir(runDir)
+	if err != nil {
 		return ""
 	}
-	if len(b) > 2048 {
-		b = b[len(b)-2048:]
+	defer d.Close()
+	f, err := beneath.Open(d, LogName, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+		return ""
+	}
+	n := min(fi.Size(), 2048)
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, fi.Size()-n); err != nil {
+		return ""
 	}
 	return ": " + strings.TrimSpace(string(b))
 }

@@ -33,6 +33,10 @@ type state struct {
 	// Enforced is the plan per limit field: mechanism and value, or why
 	// not enforced.
 	Enforced map[string]sandbox.Enforcement `json:"enforced,omitempty"`
+	// Socket is the guest's socket in the private run dir, and SocketIno
+	// its inode: Dial talks to that socket file and no other.
+	Socket    string `json:"socket"`
+	SocketIno uint64 `json:"socket_ino"`
 }
 
 func decodeState(h *sandbox.Handle) (*state, error) {

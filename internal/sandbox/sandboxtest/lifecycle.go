@@ -101,7 +101,7 @@ func (s *suite) testRecover(t *testing.T) {
 	if err := d2.Recover(ctx, persisted); err != nil {
 		t.Fatalf("Recover live sandbox: %v", err)
 	}
-	c2 := guest.NewClient(persisted.SocketPath)
+	c2 := Client(d2, persisted)
 	defer c2.Close()
 	// Same sandbox, not a new one: /tmp (not persistent) still has the marker.
 	if b, err := c2.ReadFile(ctx, "/tmp/marker"); err != nil || string(b) != "started\n" {

@@ -9,7 +9,9 @@
 package sandboxtest
 
 import (
+	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,6 +54,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Network", s.testNetwork)
 	t.Run("Reaping", s.testReaping)
 	t.Run("Limits", s.testLimits)
+	t.Run("Channel", s.testChannel)
 }
 
 // BuildGuest builds the guest (internal/guest/guestmain) statically into a
@@ -75,6 +78,7 @@ type sandboxDirs struct{ workspace, run string }
 func newDirs(t *testing.T) sandboxDirs {
 	t.Helper()
 	// The run dir holds a unix socket: keep its path short (108 bytes max).
+	// MkdirTemp makes it 0700, as a run dir must be.
 	run, err := os.MkdirTemp("", "akrun")
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +95,7 @@ func (s *suite) spec(t *testing.T, dirs sandboxDirs) sandbox.Spec {
 		WorkspaceDir: dirs.workspace,
 		RunDir:       dirs.run,
 		GuestBinary:  s.h.GuestBinary,
+		Secret:       guest.NewSecret(),
 		Env:          map[string]string{"AK_TEST": "conformance"},
 		Labels:       map[string]string{"agentkernel.test": "sandboxtest"},
 	}
@@ -110,13 +115,19 @@ func start(t *testing.T, d sandbox.Driver, spec sandbox.Spec) (*sandbox.Handle, 
 			t.Errorf("Destroy: %v", err)
 		}
 	})
-	if h.ID != spec.ID || h.Driver != d.Name() || h.SocketPath == "" {
+	if h.ID != spec.ID || h.Driver != d.Name() || !bytes.Equal(h.Secret, spec.Secret) {
 		t.Fatalf("handle = %+v", h)
 	}
-	c := guest.NewClient(h.SocketPath)
+	c := Client(d, h)
 	t.Cleanup(c.Close)
 	WaitHealthy(t, c)
 	return h, c
+}
+
+// Client is the daemon's client for the sandbox h names: the driver dials,
+// the handle's secret authenticates.
+func Client(d sandbox.Driver, h *sandbox.Handle) *guest.Client {
+	return guest.NewClient(func(ctx context.Context) (net.Conn, error) { return d.Dial(ctx, h) }, h.Secret)
 }
 
 // WaitHealthy polls the guest's health until it answers (30 s at most).
