@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -45,6 +46,14 @@ type ObjectBundle struct {
 	Size     int64
 	// UploadedAt is when the archive was uploaded (zero on a put: now).
 	UploadedAt time.Time
+}
+
+// Validate is the check both engines make before a put (ErrInvalid).
+func (b *ObjectBundle) Validate() error {
+	if b == nil || b.Class == "" || b.BlobKey == "" || b.SHA256 == "" || b.Size < 0 {
+		return fmt.Errorf("object bundle: class, blob key, sha256 and a non-negative size are required: %w", ErrInvalid)
+	}
+	return nil
 }
 
 // ObjectKey addresses one object.

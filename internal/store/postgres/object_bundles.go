@@ -21,19 +21,12 @@ func scanObjectBundle(row pgx.Row) (*store.ObjectBundle, error) {
 	return &b, nil
 }
 
-func validateObjectBundle(b *store.ObjectBundle) error {
-	if b == nil || b.Class == "" || b.BlobKey == "" || b.SHA256 == "" || b.Size < 0 {
-		return fmt.Errorf("object bundle: class, blob key, sha256 and a non-negative size are required: %w", store.ErrInvalid)
-	}
-	return nil
-}
-
 // PutObjectBundle records a class's bundle, replacing the one it had. The
 // row is inserted from the class's own row, so a class that does not exist
 // gets no bundle (ErrNotFound); one deleted concurrently fails the foreign
 // key, which maps to ErrNotFound too.
 func (s *Store) PutObjectBundle(ctx context.Context, b *store.ObjectBundle) (*store.ObjectBundle, error) {
-	if err := validateObjectBundle(b); err != nil {
+	if err := b.Validate(); err != nil {
 		return nil, err
 	}
 	at := b.UploadedAt.UTC().Truncate(time.Microsecond)
