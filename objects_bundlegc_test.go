@@ -298,3 +298,40 @@ func TestObjectBundleStoredWithoutARowIsAdoptedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A bundle whose blob was lost from under its row (say, the blob store
+// was restored from an older copy) fails the wake with a 503 that says to
+// upload it again, not with an object running without its code.
+func TestObjectBundleWithItsBlobLostAsksForAnUpload(t *testing.T) {
+	ctx := context.Background()
+	h := newGCHome(t)
+	h.start(t)
+	tenant := h.tenant(t, "acme")
+	c := h.client("acme")
+	if _, err := c.Objects.Define(ctx, agentkernel.ObjectClass{Class: "tally", InitCommand: []string{"/app/counter"}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Objects.UploadBundleDir(ctx, "tally", counterAppDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.d.Blobs().Delete(ctx, "bundles/"+tenant+"/sha256/"+b.SHA256); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(h.home, "bundles", "trees", tenant, b.SHA256)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Objects.Call(ctx, "tally", "a", agentkernel.ObjectCall{Method: "increment"})
+	if objStatus(err) != 503 || !strings.Contains(err.Error(), "missing from the blob store; upload it again") {
+		t.Fatalf("call with the bundle's blob lost: %v", err)
+	}
+	if _, err := c.Objects.UploadBundleDir(ctx, "tally", counterAppDir(t)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Objects.Call(ctx, "tally", "a", agentkernel.ObjectCall{Method: "increment"}); err != nil || value(t, r) != 1 {
+		t.Fatalf("after the upload: %s %v", r, err)
+	}
+	if err := c.Objects.Delete(ctx, "tally", "a"); err != nil {
+		t.Fatal(err)
+	}
+}

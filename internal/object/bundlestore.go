@@ -305,7 +305,12 @@ func (b *bundleStore) mount(ctx context.Context, tenant, class, sandboxID string
 		if !exists(dst) {
 			tmp, err = b.fetch(ctx, class, row)
 			if errors.Is(err, blob.ErrNotFound) {
-				continue // replaced, and its blob collected, since the row was read
+				// Replaced, and its blob collected, since the row was read;
+				// unless the row still names it.
+				if cur, err := b.st.GetObjectBundle(ctx, tenant, class); err == nil && cur.BlobKey == row.BlobKey {
+					return "", fmt.Errorf("the bundle of class %q (sha256 %s) is missing from the blob store; upload it again", class, row.SHA256)
+				}
+				continue
 			}
 			if err != nil {
 				return "", err
