@@ -110,10 +110,16 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		return nil, err
 	}
 	d.sandboxes, d.closers = mgr, closers
-	objects, err := newObjectRuntime(cfg, st, mgr, blobs, d.registry, log)
+	objects, err := newObjectRuntime(cfg, st, mgr, blobs, gc, d.registry, log)
 	if err != nil {
 		d.closeStores()
 		return nil, err
+	}
+	// Before the GC's first pass (Run starts it): bundles an earlier version
+	// stored without a row are held by nothing until they are adopted.
+	if err := objects.AdoptLegacyBundles(ctx); err != nil {
+		d.closeStores()
+		return nil, fmt.Errorf("object bundles stored by an earlier version: %w", err)
 	}
 	if _, err := mgr.Recover(ctx); err != nil {
 		d.closeStores()

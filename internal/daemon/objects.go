@@ -15,11 +15,11 @@ import (
 
 // newObjectRuntime builds the durable object runtime on the sandbox
 // manager: [[objects]] classes, [durable_objects] limits, tenants' bundles
-// in the blob store, unpacked under $home/bundles (private to the daemon:
-// no sandbox mounts anything of the home but its own workspace). It
-// registers its sandbox hooks, so it must exist before the first object
-// sandbox wakes.
-func newObjectRuntime(cfg config.Config, st store.Store, mgr *sandbox.Manager, blobs blob.Store, reg prometheus.Registerer, log *slog.Logger) (*object.Runtime, error) {
+// in the blob store (their uploads pinned against the blob GC), unpacked
+// under $home/bundles (private to the daemon: no sandbox mounts anything of
+// the home but its own workspace). It registers its sandbox hooks, so it
+// must exist before the first object sandbox wakes.
+func newObjectRuntime(cfg config.Config, st store.Store, mgr *sandbox.Manager, blobs blob.Store, pins blob.Pinner, reg prometheus.Registerer, log *slog.Logger) (*object.Runtime, error) {
 	return object.New(object.Config{
 		Store:     st,
 		Sandboxes: mgr,
@@ -29,6 +29,7 @@ func newObjectRuntime(cfg config.Config, st store.Store, mgr *sandbox.Manager, b
 		PrivatePaths: []string{cfg.Home, cfg.StatePath(), cfg.BlobPath(), cfg.SandboxRunDir(), cfg.SandboxDataDir()},
 		Blobs:        blobs,
 		BundleDir:    filepath.Join(cfg.Home, "bundles"),
+		BlobPins:     pins,
 		Log:          log.With("component", "objects"),
 		Registry:     reg,
 		Failpoint:    failpointHook(cfg.Home, log),

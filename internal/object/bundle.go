@@ -27,12 +27,6 @@ func (r *Runtime) PutBundle(ctx context.Context, tenantID, class string, body io
 	if err != nil {
 		return nil, err
 	}
-	// The class may have been deleted during the upload: then the bundle
-	// goes too, as DeleteClass would have removed it.
-	if _, err := r.Class(ctx, tenantID, class); errors.Is(err, ErrUnknownClass) {
-		_ = r.bundles.remove(context.WithoutCancel(ctx), tenantID, class)
-		return nil, err
-	}
 	r.log.InfoContext(ctx, "object bundle uploaded", "tenant", tenantID, "class", class, "sha256", in.SHA256, "bytes", in.Size)
 	return in, nil
 }
@@ -54,10 +48,17 @@ func (r *Runtime) Bundle(ctx context.Context, tenantID, class string) (*BundleIn
 
 // DeleteBundle removes a class's bundle; later wakes have no /app.
 func (r *Runtime) DeleteBundle(ctx context.Context, tenantID, class string) error {
-	if _, err := r.Bundle(ctx, tenantID, class); err != nil {
+	if err := r.bundleClass(ctx, tenantID, class); err != nil {
 		return err
 	}
-	return r.bundles.remove(ctx, tenantID, class)
+	removed, err := r.bundles.remove(ctx, tenantID, class)
+	if err != nil {
+		return err
+	}
+	if !removed {
+		return fmt.Errorf("%w for class %q", ErrNoBundle, class)
+	}
+	return nil
 }
 
 // bundleClass checks that class is one of the tenant's API classes.

@@ -12,29 +12,37 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/blob"
 	"github.com/agentkernel/agentkernel/internal/safetar"
+	"github.com/agentkernel/agentkernel/internal/store"
 )
 
 // bundleStore keeps the tenants' object bundles. The uploaded archive is a
-// blob (bundles/TENANT/CLASS, verified by sha256 and length on every read);
-// its unpacked tree is a cache in a daemon-private directory, one per
-// tenant and digest, that sandboxes mount read-only at /app:
+// blob under a content-addressed key (bundles/TENANT/sha256/HEX, verified
+// by sha256 and length on every read) and the class's object_bundles row
+// names it: the row is what keeps the blob GC off the blob, and a new
+// upload writes a new key instead of overwriting the blob a wake may be
+// reading. A replaced or deleted bundle's blob is left to the GC, which
+// collects it once no row holds its key (two classes of a tenant that
+// uploaded the same bytes share one). Its unpacked tree is a cache in a
+// daemon-private directory, one per tenant and digest, that sandboxes
+// mount read-only at /app:
 //
 //	DIR/trees/TENANT/SHA256/   the unpacked bundle
 //	DIR/refs/TENANT/SANDBOX    the digest that sandbox mounted
 //	DIR/tmp/                   uploads and extractions in progress
 //
-// A tree is removed once no class's bundle and no started sandbox refers
-// to it. A sandbox that mounted a tree keeps its ref until the runtime
-// stops it (hibernation, deletion) or, after a restart, finds it stopped;
-// so re-uploading never pulls files from under a live object.
+// A tree is removed once no bundle row of its tenant and no started
+// sandbox refers to it. A sandbox that mounted a tree keeps its ref until
+// the runtime stops it (hibernation, deletion) or, after a restart, finds
+// it stopped; so re-uploading never pulls files from under a live object.
 type bundleStore struct {
+	st    store.ObjectStore
 	blobs blob.Store
+	pins  blob.Pinner
 	dir   string
 	lim   bundleLimits
 	log   *slog.Logger
@@ -60,9 +68,16 @@ const bundlePrefix = "bundles/"
 // tenantRE keeps tenant ids usable as path segments and blob key segments.
 var tenantRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
 
-func bundleKey(tenant, class string) string { return bundlePrefix + tenant + "/" + class }
+// bundleKey is the blob key of a tenant's archive with this sha256. The
+// tenant is part of it, so no tenant's row can name another's blob.
+func bundleKey(tenant, digest string) string { return bundlePrefix + tenant + "/sha256/" + digest }
 
-func newBundleStore(blobs blob.Store, dir string, lim bundleLimits, log *slog.Logger) (*bundleStore, error) {
+// noPins stands in for the blob GC when there is none.
+type noPins struct{}
+
+func (noPins) Pin(string) func() { return func() {} }
+
+func newBundleStore(st store.ObjectStore, blobs blob.Store, pins blob.Pinner, dir string, lim bundleLimits, log *slog.Logger) (*bundleStore, error) {
 	for _, d := range []string{"trees", "refs", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return nil, fmt.Errorf("object bundles dir: %w", err)
@@ -71,7 +86,10 @@ func newBundleStore(blobs blob.Store, dir string, lim bundleLimits, log *slog.Lo
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return &bundleStore{blobs: blobs, dir: dir, lim: lim, log: log}, nil
+	if pins == nil {
+		pins = noPins{}
+	}
+	return &bundleStore{st: st, blobs: blobs, pins: pins, dir: dir, lim: lim, log: log}, nil
 }
 
 func (b *bundleStore) tree(tenant, digest string) string {
@@ -84,7 +102,9 @@ func (b *bundleStore) ref(tenant, sandboxID string) string {
 
 // put streams an archive to a private temp file (at most max_bundle_bytes),
 // unpacks it under the bundle rules, and only then stores it as the
-// class's bundle: a refused archive leaves nothing behind.
+// class's bundle: a refused archive leaves nothing behind. The blob's key
+// is pinned from before its Put until the row naming it is committed, the
+// window in which the blob GC would see a blob no row holds.
 func (b *bundleStore) put(ctx context.Context, tenant, class string, body io.Reader) (*BundleInfo, error) {
 	if !tenantRE.MatchString(tenant) {
 		return nil, fmt.Errorf("object bundles: tenant id %q cannot name a bundle", tenant)
@@ -113,20 +133,39 @@ func (b *bundleStore) put(ctx context.Context, tenant, class string, body io.Rea
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	info, err := b.blobs.Put(ctx, bundleKey(tenant, class), f)
+	sum := hex.EncodeToString(h.Sum(nil))
+	row, err := b.record(ctx, tenant, class, sum, time.Time{}, func(key string) (blob.Info, error) { return b.blobs.Put(ctx, key, f) })
 	if err != nil {
-		return nil, fmt.Errorf("store the bundle of %s: %w", class, err)
-	}
-	if sum := hex.EncodeToString(h.Sum(nil)); info.SHA256 != sum {
-		return nil, fmt.Errorf("store the bundle of %s: the blob store recorded sha256 %s for an upload of %s", class, info.SHA256, sum)
+		return nil, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.place(tmp, tenant, info.SHA256); err != nil {
+	if err := b.place(tmp, tenant, row.SHA256); err != nil {
 		return nil, err
 	}
-	b.collect(ctx)
-	return &BundleInfo{Class: class, SHA256: info.SHA256, Size: info.Size, Files: st.Files, Bytes: st.Bytes, UploadedAt: info.ModTime}, nil
+	b.collect(ctx, tenant)
+	return &BundleInfo{Class: class, SHA256: row.SHA256, Size: row.Size, Files: st.Files, Bytes: st.Bytes, UploadedAt: row.UploadedAt}, nil
+}
+
+// record stores an archive whose sha256 is digest under its key (write
+// does the Put) and makes it the class's bundle. The class may have been
+// deleted meanwhile: then there is no row, and the blob is the GC's.
+func (b *bundleStore) record(ctx context.Context, tenant, class, digest string, uploaded time.Time, write func(key string) (blob.Info, error)) (*store.ObjectBundle, error) {
+	key := bundleKey(tenant, digest)
+	defer b.pins.Pin(key)()
+	info, err := write(key)
+	if err != nil {
+		return nil, fmt.Errorf("store the bundle of %s: %w", class, err)
+	}
+	if info.SHA256 != digest {
+		return nil, fmt.Errorf("store the bundle of %s: the blob store recorded sha256 %s for an archive of %s", class, info.SHA256, digest)
+	}
+	row, err := b.st.PutObjectBundle(ctx, &store.ObjectBundle{TenantID: tenant, Class: class, BlobKey: key,
+		SHA256: digest, Size: info.Size, UploadedAt: uploaded})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w %q: it was deleted during the upload", ErrUnknownClass, class)
+	}
+	return row, err
 }
 
 // unpack extracts an archive into a fresh private temp dir, mapping the
@@ -203,28 +242,43 @@ func (b *bundleStore) info(ctx context.Context, tenant, class string) (*BundleIn
 	if !tenantRE.MatchString(tenant) {
 		return nil, nil
 	}
-	in, err := b.blobs.Stat(ctx, bundleKey(tenant, class))
-	if errors.Is(err, blob.ErrNotFound) {
+	row, err := b.st.GetObjectBundle(ctx, tenant, class)
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &BundleInfo{Class: class, SHA256: in.SHA256, Size: in.Size, UploadedAt: in.ModTime}, nil
+	return &BundleInfo{Class: class, SHA256: row.SHA256, Size: row.Size, UploadedAt: row.UploadedAt}, nil
 }
 
-// remove deletes a class's bundle; trees no one needs go with it.
-func (b *bundleStore) remove(ctx context.Context, tenant, class string) error {
+// remove deletes a class's bundle row (false when it had none) and the
+// trees no one needs any more. Its blob is the GC's: another class of the
+// tenant may hold the same key.
+func (b *bundleStore) remove(ctx context.Context, tenant, class string) (bool, error) {
 	if !tenantRE.MatchString(tenant) {
-		return nil
+		return false, nil
 	}
-	if err := b.blobs.Delete(ctx, bundleKey(tenant, class)); err != nil {
-		return err
+	err := b.st.DeleteObjectBundle(ctx, tenant, class)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	b.forget(ctx, tenant)
+	return true, nil
+}
+
+// forget collects the tenant's trees after a bundle row went (a class
+// deleted takes its row with it).
+func (b *bundleStore) forget(ctx context.Context, tenant string) {
+	if !tenantRE.MatchString(tenant) {
+		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.collect(ctx)
-	return nil
+	b.collect(ctx, tenant)
 }
 
 // mount returns the tree a sandbox starting now mounts at /app ("" when
@@ -236,8 +290,8 @@ func (b *bundleStore) mount(ctx context.Context, tenant, class, sandboxID string
 		return "", nil
 	}
 	for range 3 {
-		in, err := b.blobs.Stat(ctx, bundleKey(tenant, class))
-		if errors.Is(err, blob.ErrNotFound) {
+		row, err := b.st.GetObjectBundle(ctx, tenant, class)
+		if errors.Is(err, store.ErrNotFound) {
 			if exists(b.ref(tenant, sandboxID)) {
 				b.release(ctx, tenant, sandboxID)
 			}
@@ -246,14 +300,23 @@ func (b *bundleStore) mount(ctx context.Context, tenant, class, sandboxID string
 		if err != nil {
 			return "", err
 		}
-		dst := b.tree(tenant, in.SHA256)
+		dst := b.tree(tenant, row.SHA256)
 		tmp := ""
 		if !exists(dst) {
-			if tmp, err = b.fetch(ctx, tenant, class); err != nil {
+			tmp, err = b.fetch(ctx, class, row)
+			if errors.Is(err, blob.ErrNotFound) {
+				// Replaced, and its blob collected, since the row was read;
+				// unless the row still names it.
+				if cur, err := b.st.GetObjectBundle(ctx, tenant, class); err == nil && cur.BlobKey == row.BlobKey {
+					return "", fmt.Errorf("the bundle of class %q (sha256 %s) is missing from the blob store; upload it again", class, row.SHA256)
+				}
+				continue
+			}
+			if err != nil {
 				return "", err
 			}
 		}
-		ok, err := b.refer(tenant, sandboxID, in.SHA256, tmp)
+		ok, err := b.refer(tenant, sandboxID, row.SHA256, tmp)
 		if tmp != "" {
 			os.RemoveAll(tmp)
 		}
@@ -286,15 +349,18 @@ func (b *bundleStore) refer(tenant, sandboxID, digest, tmp string) (bool, error)
 	return true, os.WriteFile(p, []byte(digest), 0o600)
 }
 
-// fetch unpacks a class's bundle from its blob into a temp dir. The blob
-// is copied out first so it is verified (length and sha256, at EOF) before
-// a single entry is extracted.
-func (b *bundleStore) fetch(ctx context.Context, tenant, class string) (string, error) {
-	rc, _, err := b.blobs.Get(ctx, bundleKey(tenant, class))
+// fetch unpacks a bundle from its blob into a temp dir. The blob is copied
+// out first so it is verified (length and sha256, at EOF) before a single
+// entry is extracted; and it must be the archive the row names.
+func (b *bundleStore) fetch(ctx context.Context, class string, row *store.ObjectBundle) (string, error) {
+	rc, in, err := b.blobs.Get(ctx, row.BlobKey)
 	if err != nil {
 		return "", err
 	}
 	defer rc.Close()
+	if in.SHA256 != row.SHA256 {
+		return "", fmt.Errorf("the bundle of class %q: blob %s holds sha256 %s, the class records %s", class, row.BlobKey, in.SHA256, row.SHA256)
+	}
 	f, err := os.CreateTemp(filepath.Join(b.dir, "tmp"), "fetch-")
 	if err != nil {
 		return "", err
@@ -321,45 +387,51 @@ func (b *bundleStore) release(ctx context.Context, tenant, sandboxID string) {
 		b.log.WarnContext(ctx, "object bundles: drop a ref", "sandbox", sandboxID, "err", err)
 		return
 	}
-	b.collect(ctx)
+	b.collect(ctx, tenant)
 }
 
-// collect removes the trees no class's bundle and no ref names. The caller
-// holds b.mu. It keeps everything when the blobs cannot be listed.
-func (b *bundleStore) collect(ctx context.Context) {
-	live := map[string]bool{}
-	for in, err := range b.blobs.List(ctx, bundlePrefix) {
-		if err != nil {
-			b.log.WarnContext(ctx, "object bundles: list; nothing collected", "err", err)
-			return
-		}
-		tenant, _, _ := strings.Cut(strings.TrimPrefix(in.Key, bundlePrefix), "/")
-		live[tenant+"/"+in.SHA256] = true
+// collect removes the tenant's trees that no bundle row of the tenant and
+// no ref names. The caller holds b.mu. It keeps everything when the rows
+// cannot be read.
+func (b *bundleStore) collect(ctx context.Context, tenant string) {
+	rows, err := b.st.ListObjectBundles(ctx, tenant)
+	if err != nil {
+		b.log.WarnContext(ctx, "object bundles: list; nothing collected", "tenant", tenant, "err", err)
+		return
 	}
-	refs := filepath.Join(b.dir, "refs")
-	_ = filepath.WalkDir(refs, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
+	live := map[string]bool{}
+	for _, r := range rows {
+		live[r.SHA256] = true
+	}
+	refs, _ := os.ReadDir(filepath.Join(b.dir, "refs", tenant))
+	for _, r := range refs {
+		if digest, err := os.ReadFile(filepath.Join(b.dir, "refs", tenant, r.Name())); err == nil {
+			live[string(digest)] = true
 		}
-		digest, err := os.ReadFile(p)
-		if err == nil {
-			live[filepath.Base(filepath.Dir(p))+"/"+string(digest)] = true
+	}
+	trees := filepath.Join(b.dir, "trees", tenant)
+	digests, _ := os.ReadDir(trees)
+	for _, d := range digests {
+		if live[d.Name()] {
+			continue
 		}
-		return nil
-	})
-	trees := filepath.Join(b.dir, "trees")
-	tenants, _ := os.ReadDir(trees)
+		if err := os.RemoveAll(filepath.Join(trees, d.Name())); err != nil {
+			b.log.WarnContext(ctx, "object bundles: remove an unused tree", "tenant", tenant, "tree", d.Name(), "err", err)
+		}
+	}
+	_ = os.Remove(trees) // only when empty
+}
+
+// collectAll collects the trees of every tenant that has some on this
+// host.
+func (b *bundleStore) collectAll(ctx context.Context) {
+	tenants, _ := os.ReadDir(filepath.Join(b.dir, "trees"))
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, t := range tenants {
-		digests, _ := os.ReadDir(filepath.Join(trees, t.Name()))
-		for _, d := range digests {
-			if live[t.Name()+"/"+d.Name()] {
-				continue
-			}
-			if err := os.RemoveAll(filepath.Join(trees, t.Name(), d.Name())); err != nil {
-				b.log.WarnContext(ctx, "object bundles: remove an unused tree", "tree", d.Name(), "err", err)
-			}
+		if tenantRE.MatchString(t.Name()) {
+			b.collect(ctx, t.Name())
 		}
-		_ = os.Remove(filepath.Join(trees, t.Name())) // only when empty
 	}
 }
 

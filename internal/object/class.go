@@ -239,7 +239,8 @@ func (r *Runtime) DeleteClass(ctx context.Context, tenantID, name string) error 
 		return err
 	}
 	if r.bundles != nil {
-		return r.bundles.remove(ctx, tenantID, name)
+		// The class's row took its bundle row with it.
+		r.bundles.forget(ctx, tenantID)
 	}
 	return nil
 }

@@ -149,7 +149,5 @@ func (r *Runtime) tidyBundles(ctx context.Context) {
 			r.bundles.release(ctx, tenant, id)
 		}
 	}
-	r.bundles.mu.Lock()
-	r.bundles.collect(ctx)
-	r.bundles.mu.Unlock()
+	r.bundles.collectAll(ctx)
 }

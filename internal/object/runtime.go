@@ -42,6 +42,9 @@ type Config struct {
 	// bundles cannot be uploaded.
 	Blobs     blob.Store
 	BundleDir string
+	// BlobPins keeps the blob GC off a bundle's blob from before its Put
+	// until the row naming it is committed (the collector; nil without one).
+	BlobPins blob.Pinner
 
 	Clock    clock.Clock
 	Log      *slog.Logger
@@ -120,7 +123,7 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	if cfg.Blobs != nil && cfg.BundleDir != "" {
-		b, err := newBundleStore(cfg.Blobs, cfg.BundleDir, bundleLimits{
+		b, err := newBundleStore(cfg.Store, cfg.Blobs, cfg.BlobPins, cfg.BundleDir, bundleLimits{
 			bytes: cfg.Limits.MaxBundleBytes, unpackedBytes: cfg.Limits.MaxBundleUnpackedBytes, files: cfg.Limits.MaxBundleFiles,
 		}, cfg.Log)
 		if err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -29,6 +30,30 @@ type ObjectClass struct {
 	Env                map[string]string
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
+}
+
+// ObjectBundle records the archive a tenant uploaded as the code of one of
+// its API classes. The archive itself is a blob under a content-addressed
+// key; this row is what holds that blob (object_bundles.blob_key is in
+// BlobKeyColumns), so the blob GC keeps it exactly as long as the row
+// exists. Two classes of one tenant that uploaded identical archives hold
+// the same key.
+type ObjectBundle struct {
+	TenantID string
+	Class    string
+	BlobKey  string
+	SHA256   string
+	Size     int64
+	// UploadedAt is when the archive was uploaded (zero on a put: now).
+	UploadedAt time.Time
+}
+
+// Validate is the check both engines make before a put (ErrInvalid).
+func (b *ObjectBundle) Validate() error {
+	if b == nil || b.Class == "" || b.BlobKey == "" || b.SHA256 == "" || b.Size < 0 {
+		return fmt.Errorf("object bundle: class, blob key, sha256 and a non-negative size are required: %w", ErrInvalid)
+	}
+	return nil
 }
 
 // ObjectKey addresses one object.
@@ -110,7 +135,22 @@ type ObjectStore interface {
 	PutObjectClass(ctx context.Context, c *ObjectClass) (*ObjectClass, error)
 	GetObjectClass(ctx context.Context, tenantID, class string) (*ObjectClass, error)
 	ListObjectClasses(ctx context.Context, tenantID string) ([]*ObjectClass, error)
+	// DeleteObjectClass removes the class and its bundle row, in one
+	// statement.
 	DeleteObjectClass(ctx context.Context, tenantID, class string) error
+
+	// PutObjectBundle records b as its class's bundle, replacing the one the
+	// class had (the replaced row's blob is then held by no row of its own).
+	// ErrNotFound when the tenant has no such class; ErrInvalid without a
+	// blob key or sha256, or with a negative size.
+	PutObjectBundle(ctx context.Context, b *ObjectBundle) (*ObjectBundle, error)
+	// GetObjectBundle returns a class's bundle row or ErrNotFound.
+	GetObjectBundle(ctx context.Context, tenantID, class string) (*ObjectBundle, error)
+	// ListObjectBundles lists one tenant's bundle rows, by class.
+	ListObjectBundles(ctx context.Context, tenantID string) ([]*ObjectBundle, error)
+	// DeleteObjectBundle removes a class's bundle row (ErrNotFound when it
+	// has none); the class stays.
+	DeleteObjectBundle(ctx context.Context, tenantID, class string) error
 
 	// CreateObject inserts an Active object (Version 1); exactly one of
 	// concurrent creators wins, the rest get ErrAlreadyExists.

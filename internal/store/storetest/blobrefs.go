@@ -15,6 +15,7 @@ import (
 var blobRefCases = []testCase{
 	{"EveryRowKindCounts", testBlobRefsRowKinds},
 	{"LongListsAreSplit", testBlobRefsLongList},
+	{"ObjectBundlesHoldTheirBlob", testBlobRefsObjectBundles},
 }
 
 func testBlobRefsRowKinds(e *env) {
@@ -91,4 +92,37 @@ func CheckBlobKeyColumns(t *testing.T, inSchema []store.BlobKeyColumn) {
 		t.Errorf("the schema has %d blob key columns %v, store.BlobKeyColumns lists %d: %v",
 			len(inSchema), inSchema, len(store.BlobKeyColumns), store.BlobKeyColumns)
 	}
+}
+
+// A class's bundle row holds its blob until the row goes (bundle deleted,
+// replaced, or the class deleted); two classes that uploaded the same
+// archive hold one key, which stays referenced while either row does.
+func testBlobRefsObjectBundles(e *env) {
+	shared, other := "bundles/"+e.tenant+"/sha256/aaaa", "bundles/"+e.tenant+"/sha256/bbbb"
+	for _, c := range []string{"counter", "timer"} {
+		_, err := e.s.PutObjectClass(e.ctx, &store.ObjectClass{TenantID: e.tenant, Class: c})
+		mustOK(e.t, err, "PutObjectClass "+c)
+		_, err = e.s.PutObjectBundle(e.ctx, &store.ObjectBundle{TenantID: e.tenant, Class: c, BlobKey: shared, SHA256: "aaaa", Size: 1})
+		mustOK(e.t, err, "PutObjectBundle "+c)
+	}
+	refd := func(what string, want ...string) {
+		e.t.Helper()
+		got, err := e.s.ReferencedBlobKeys(e.ctx, []string{shared, other})
+		mustOK(e.t, err, "ReferencedBlobKeys")
+		w := map[string]bool{}
+		for _, k := range want {
+			w[k] = true
+		}
+		if fmt.Sprint(got) != fmt.Sprint(w) {
+			e.t.Fatalf("%s: referenced %v, want %v", what, got, w)
+		}
+	}
+	refd("two classes with one archive", shared)
+	_, err := e.s.PutObjectBundle(e.ctx, &store.ObjectBundle{TenantID: e.tenant, Class: "counter", BlobKey: other, SHA256: "bbbb", Size: 1})
+	mustOK(e.t, err, "PutObjectBundle counter again")
+	refd("after counter's re-upload", shared, other)
+	mustOK(e.t, e.s.DeleteObjectClass(e.ctx, e.tenant, "timer"), "DeleteObjectClass timer")
+	refd("after timer's class was deleted", other)
+	mustOK(e.t, e.s.DeleteObjectBundle(e.ctx, e.tenant, "counter"), "DeleteObjectBundle counter")
+	refd("after counter's bundle was deleted")
 }

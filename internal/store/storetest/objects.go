@@ -29,6 +29,7 @@ func ExerciseObjects(ctx context.Context, t *testing.T, newStore func(t *testing
 		{"Objects", objectCases},
 		{"ObjectStorage", objStorageCases},
 		{"ObjectClasses", objClassCases},
+		{"ObjectBundles", objBundleCases},
 		{"Alarms", objAlarmCases},
 		{"Audit", objAuditCases},
 	}
