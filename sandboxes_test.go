@@ -148,6 +148,12 @@ func TestSandboxBadInput(t *testing.T) {
 	if list, err := other.Sandboxes.List(ctx, ""); err != nil || len(list) != 0 {
 		t.Fatalf("other tenant list: %v %v", list, err)
 	}
+	// A cwd that is not a directory is the caller's mistake, named.
+	for _, cwd := range []string{"/nonexistent", "/etc/passwd"} {
+		if _, err := admin.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Command: "pwd", Cwd: cwd}); !isStatus(err, 400) || !strings.Contains(err.Error(), "cwd") {
+			t.Fatalf("exec in cwd %s: %v", cwd, err)
+		}
+	}
 	// Exec without a command, and an oversized file.
 	if _, err := admin.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{}); !isStatus(err, 400) || !strings.Contains(err.Error(), "command") {
 		t.Fatalf("empty exec: %v", err)
@@ -158,5 +164,33 @@ func TestSandboxBadInput(t *testing.T) {
 	}
 	if _, err := admin.Sandboxes.List(ctx, "sleeping"); !isStatus(err, 400) {
 		t.Fatalf("bad state filter: %v", err)
+	}
+}
+
+// TestSandboxWithSpecialFilesHibernates: a FIFO or a unix socket in the
+// workspace cannot be archived and is skipped, which must not fail the
+// snapshot's verification — else the sandbox could never stop or be
+// deleted. The regular files around it survive the round trip.
+func TestSandboxWithSpecialFilesHibernates(t *testing.T) {
+	ctx := context.Background()
+	d := daemontest.Start(t)
+	c := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))
+	sb, err := c.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `mkfifo pipe && python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("sock")' && echo kept > note`
+	if res, err := c.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Command: script}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec: %+v %v", res, err)
+	}
+	if got, err := c.Sandboxes.Stop(ctx, sb.ID); err != nil || got.State != "cold" {
+		t.Fatalf("stop with a FIFO and a socket in the workspace: %+v %v", got, err)
+	}
+	res, err := c.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Command: "cat note"})
+	if err != nil || res.Stdout != "kept\n" {
+		t.Fatalf("after wake: %+v %v", res, err)
+	}
+	if _, err := c.Sandboxes.Delete(ctx, sb.ID); err != nil {
+		t.Fatalf("delete: %v", err)
 	}
 }

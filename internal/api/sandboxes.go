@@ -103,6 +103,7 @@ func (s *Server) registerSandboxRoutes() {
 func sandboxError(id string, err error) error {
 	var ue *sandbox.UnavailableError
 	var le *sandbox.LimitError
+	var ge *guest.Error
 	switch {
 	case errors.As(err, &le):
 		return BadRequest("field %q = %s: %s", "limits."+le.Field, le.Value, le.Reason)
@@ -118,6 +119,10 @@ func sandboxError(id string, err error) error {
 		return Errorf(http.StatusUnprocessableEntity, TypeInvalidRequest, "%s", err)
 	case errors.Is(err, sandbox.ErrDestroyed):
 		return Errorf(http.StatusConflict, TypeConflict, "sandbox %q is destroyed", id)
+	case errors.As(err, &ge) && ge.Status == http.StatusBadRequest:
+		// The guest refused the request itself (a cwd that is not a
+		// directory, argv and shell both set): the caller's mistake.
+		return BadRequest("%s", ge.Message)
 	}
 	return err
 }
