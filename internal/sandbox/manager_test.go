@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -505,5 +506,39 @@ func TestOpRecordsLiveBesideTheWorkspaceAndSurviveRestore(t *testing.T) {
 	}
 	if got := e.exec(t, in.ID, "find /workspace"); got != "/workspace\n" {
 		t.Fatalf("after restore the workspace holds %q", got)
+	}
+}
+
+// An instance that still runs but does not answer when a restarted daemon
+// reattaches is stopped before a new one starts in its place: forgetting it
+// would leave it running unseen.
+func TestRecoverStopsAnInstanceThatDoesNotAnswer(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.cfg.StopTimeout = 100 * time.Millisecond
+	in, err := e.m.Create(ctx, sandbox.CreateParams{TenantID: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.exec(t, in.ID, "echo kept > /workspace/kept")
+	sb, err := e.st.GetSandbox(ctx, in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := guestPID(t, sb.Handle)
+	// Alive, but it will never answer the health probe.
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+
+	if rep := e.restart(t); rep.MarkedCold != 1 {
+		t.Fatalf("recover: %+v, want the silent instance marked cold", rep)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+		t.Fatalf("the instance that did not answer (pid %d) still runs", pid)
+	}
+	if got := e.exec(t, in.ID, "cat /workspace/kept"); got != "kept\n" {
+		t.Fatalf("after the restart: %q, want the workspace kept", got)
 	}
 }

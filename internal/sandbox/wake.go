@@ -176,6 +176,12 @@ func (m *Manager) attach(ctx context.Context, e *entry, sb *store.Sandbox) error
 		return fmt.Errorf("sandbox %s: %w", sb.ID, errUntrustedHandle)
 	}
 	if err := d.Recover(ctx, &h); err != nil {
+		// The caller forgets the instance and starts a new one; one that is
+		// still there but does not answer (hung, stopped, its socket gone)
+		// would run on unseen, holding its cgroups and its workspace.
+		if serr := d.Stop(context.WithoutCancel(ctx), &h, m.cfg.StopTimeout); serr != nil && !errors.Is(serr, ErrGone) {
+			return fmt.Errorf("sandbox %s: stop the instance that cannot be reattached (%v): %w", sb.ID, err, serr)
+		}
 		return err
 	}
 	m.setClient(e, d, &h)
