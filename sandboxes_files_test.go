@@ -203,15 +203,16 @@ func TestSandboxFilesFullDisk(t *testing.T) {
 	if err := syscall.Mount("tmpfs", ws, "tmpfs", 0, "size=512k"); err != nil {
 		t.Fatalf("mount a tmpfs on %s: %v", ws, err)
 	}
-	// Cleanups run last first: the sandbox is deleted, then the mount goes.
-	t.Cleanup(func() {
-		if err := syscall.Unmount(ws, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", ws, err)
-		}
-	})
+	// Cleanups run last first: the mount goes, then the sandbox is deleted
+	// (its final snapshot never crosses into another filesystem).
 	t.Cleanup(func() {
 		if _, err := c.Sandboxes.Delete(context.Background(), sb.ID); err != nil {
 			t.Errorf("delete sandbox: %v", err)
+		}
+	})
+	t.Cleanup(func() {
+		if err := syscall.Unmount(ws, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", ws, err)
 		}
 	})
 	if _, err := c.Sandboxes.Start(ctx, sb.ID); err != nil {

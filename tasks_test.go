@@ -128,3 +128,31 @@ func TestTaskReapedThroughTheAPI(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestTaskWithAnImpossibleSandboxIsRefused: a task's sandbox is created when
+// it launches, but a request it could never be created for (a limit out of
+// bounds, a network the operator forbids, an unknown driver) is refused at
+// once, naming the field, and no task is recorded.
+func TestTaskWithAnImpossibleSandboxIsRefused(t *testing.T) {
+	ctx := context.Background()
+	d := daemontest.Start(t)
+	c := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))
+	for _, tc := range []struct {
+		sb     agentkernel.TaskSandbox
+		status int
+		want   string
+	}{
+		{agentkernel.TaskSandbox{Limits: &agentkernel.SandboxLimits{Pids: 2}}, 400, "sandbox.limits.pids"},
+		{agentkernel.TaskSandbox{Limits: &agentkernel.SandboxLimits{MemoryMB: 1 << 40}}, 400, "sandbox.limits.memory_mb"},
+		{agentkernel.TaskSandbox{Network: "host"}, 403, "allow_host_network"},
+		{agentkernel.TaskSandbox{Driver: "vm"}, 422, `"vm"`},
+	} {
+		_, err := c.Tasks().Create(ctx, agentkernel.TaskCreateParams{Command: []string{"true"}, Sandbox: &tc.sb})
+		if !isStatus(err, tc.status) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("task with sandbox %+v: %v, want %d naming %s", tc.sb, err, tc.status, tc.want)
+		}
+	}
+	if list, err := c.Tasks().List(ctx, agentkernel.TaskListParams{}); err != nil || len(list) != 0 {
+		t.Fatalf("refused tasks were recorded: %v %v", list, err)
+	}
+}

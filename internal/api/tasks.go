@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/guest"
 	"github.com/agentkernel/agentkernel/internal/monitor"
+	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
@@ -33,6 +34,19 @@ func (m *monitorAPI) createTask(w http.ResponseWriter, r *http.Request) {
 	if err := decodeJSON(r, &in); err != nil {
 		m.s.writeError(w, r, err)
 		return
+	}
+	if m.s.sandboxes != nil {
+		// The sandbox is created when the task launches; a request it could
+		// never be created for is refused now, not failed later.
+		p := in.Sandbox.CreateParams(PrincipalFrom(r.Context()).TenantID)
+		if _, err := m.s.sandboxes.Resolve(r.Context(), &p); err != nil {
+			var le *sandbox.LimitError
+			if errors.As(err, &le) {
+				err = BadRequest("field %q = %s: %s", "sandbox.limits."+le.Field, le.Value, le.Reason)
+			}
+			m.s.writeError(w, r, sandboxError("", err))
+			return
+		}
 	}
 	t, err := m.mon.CreateTask(r.Context(), monitor.CreateTaskParams{
 		TenantID: PrincipalFrom(r.Context()).TenantID, TicketID: in.TicketID, Command: in.Command, Env: in.Env,

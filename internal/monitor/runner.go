@@ -43,16 +43,14 @@ func (s *Service) launch(ctx context.Context, t *store.Task) {
 	}
 	var spec SandboxSpec
 	_ = json.Unmarshal(t.SandboxSpec, &spec)
-	in, err := s.sbx.Create(ctx, sandbox.CreateParams{
-		TenantID: t.TenantID, Driver: spec.Driver, Image: spec.Image, Network: spec.Network,
-		Limits:   sandbox.Limits{MemoryMB: spec.Limits.MemoryMB, Pids: spec.Limits.Pids, CPUs: spec.Limits.CPUs}.Request(),
-		Metadata: map[string]string{"task": t.ID, "ticket": t.TicketID},
-		// The monitor decides when a task's sandbox stops, transcript first;
-		// the sandbox layer's own idle hibernation is only a safety net
-		// behind it, or it could stop an exited agent's sandbox before the
-		// monitor saved its output.
-		SleepAfter: s.safetySleepAfter(),
-	})
+	p := spec.CreateParams(t.TenantID)
+	p.Metadata = map[string]string{"task": t.ID, "ticket": t.TicketID}
+	// The monitor decides when a task's sandbox stops, transcript first; the
+	// sandbox layer's own idle hibernation is only a safety net behind it,
+	// or it could stop an exited agent's sandbox before the monitor saved
+	// its output.
+	p.SleepAfter = s.safetySleepAfter()
+	in, err := s.sbx.Create(ctx, p)
 	if err != nil {
 		fail("sandbox_create_failed", err)
 		return
@@ -86,12 +84,12 @@ func (s *Service) launch(ctx context.Context, t *store.Task) {
 	env["AGENTKERNEL_TASK_ID"], env["AGENTKERNEL_SANDBOX_ID"], env["AGENTKERNEL_TICKET_ID"] = t.ID, sbID, t.TicketID
 	var argv []string
 	_ = json.Unmarshal(t.Command, &argv)
-	p, err := s.sbx.StartProcess(ctx, t.TenantID, sbID, guest.ExecRequest{Argv: argv, Env: env})
+	proc, err := s.sbx.StartProcess(ctx, t.TenantID, sbID, guest.ExecRequest{Argv: argv, Env: env})
 	if err != nil {
 		fail("agent_start_failed", err)
 		return
 	}
-	pid := p.ID
+	pid := proc.ID
 	tr, err = s.st.TransitionTask(ctx, store.TransitionTaskParams{ID: t.ID, From: []store.TaskStatus{store.TaskAssigned}, To: store.TaskRunning,
 		Patch: store.TaskPatch{ProcessID: &pid}, At: s.clock.Now()})
 	if err != nil || !tr.OK {

@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
@@ -24,6 +25,15 @@ type SandboxSpec struct {
 		Pids     int64   `json:"pids,omitempty"`
 		CPUs     float64 `json:"cpus,omitempty"`
 	} `json:"limits,omitzero"`
+}
+
+// CreateParams is the sandbox a task of tenant runs in. The monitor's
+// sleep_after and metadata are added at launch.
+func (spec SandboxSpec) CreateParams(tenant string) sandbox.CreateParams {
+	return sandbox.CreateParams{
+		TenantID: tenant, Driver: spec.Driver, Image: spec.Image, Network: spec.Network,
+		Limits: sandbox.Limits{MemoryMB: spec.Limits.MemoryMB, Pids: spec.Limits.Pids, CPUs: spec.Limits.CPUs}.Request(),
+	}
 }
 
 // CreateTaskParams creates an agent task.

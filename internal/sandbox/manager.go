@@ -243,15 +243,17 @@ func (m *Manager) HostNetworkAllowed() bool {
 	return m.cfg.AllowHostNetwork || m.cfg.DefaultNetwork == NetworkHost
 }
 
-// Create records a sandbox and (unless Cold) warms it so the first call is
-// fast.
-func (m *Manager) Create(ctx context.Context, p CreateParams) (*Info, error) {
+// Resolve fills p's defaults and checks it as Create would, recording
+// nothing: callers that create a sandbox later (an agent task's launch)
+// refuse a bad request at once with the same errors. It returns the
+// limits in force.
+func (m *Manager) Resolve(ctx context.Context, p *CreateParams) (Limits, error) {
 	if p.Driver == "" {
 		p.Driver = m.cfg.DefaultDriver
 	}
 	d, ok := m.cfg.Drivers[p.Driver]
 	if !ok {
-		return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownDriver, p.Driver, m.driverNames())
+		return Limits{}, fmt.Errorf("%w %q (configured: %s)", ErrUnknownDriver, p.Driver, m.driverNames())
 	}
 	if p.Image == "" {
 		p.Image = m.cfg.DefaultImages[p.Driver]
@@ -265,27 +267,37 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Info, error) {
 	case NetworkNone:
 	case NetworkHost:
 		if !m.HostNetworkAllowed() {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, ErrHostNetwork)
+			return Limits{}, fmt.Errorf("%w: %w", ErrInvalid, ErrHostNetwork)
 		}
 	default:
-		return nil, fmt.Errorf("%w: network %q (accepted: %q or %q)", ErrInvalid, p.Network, NetworkNone, NetworkHost)
+		return Limits{}, fmt.Errorf("%w: network %q (accepted: %q or %q)", ErrInvalid, p.Network, NetworkNone, NetworkHost)
 	}
 	// Before anything is recorded: a limit the guest cannot start under is
 	// a 400 now, not a sandbox stuck in warming until the probe gives up.
 	limits, err := m.ResolveLimits(p.Limits)
 	if err != nil {
-		return nil, err
+		return Limits{}, err
 	}
 	if p.SleepAfter == 0 {
 		p.SleepAfter = m.cfg.DefaultSleepAfter
 	}
 	if p.SleepAfter < time.Second {
-		return nil, fmt.Errorf("%w: sleep_after %s is below the minimum of 1s", ErrInvalid, p.SleepAfter)
+		return Limits{}, fmt.Errorf("%w: sleep_after %s is below the minimum of 1s", ErrInvalid, p.SleepAfter)
 	}
 	if ic, ok := d.(ImageChecker); ok {
 		if err := ic.CheckImage(ctx, p.Image); err != nil {
-			return nil, err
+			return Limits{}, err
 		}
+	}
+	return limits, nil
+}
+
+// Create records a sandbox and (unless Cold) warms it so the first call is
+// fast.
+func (m *Manager) Create(ctx context.Context, p CreateParams) (*Info, error) {
+	limits, err := m.Resolve(ctx, &p)
+	if err != nil {
+		return nil, err
 	}
 	id := ids.New("sbx")
 	if p.SessionKey == "" {
