@@ -179,15 +179,15 @@ func TestSandboxWithSpecialFilesHibernates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := `mkfifo pipe && python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("sock")' && echo kept > note`
+	script := `mkfifo pipe && python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("sock")' && echo kept > note && echo too > 'back\slash'`
 	if res, err := c.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Command: script}); err != nil || res.ExitCode != 0 {
 		t.Fatalf("exec: %+v %v", res, err)
 	}
 	if got, err := c.Sandboxes.Stop(ctx, sb.ID); err != nil || got.State != "cold" {
-		t.Fatalf("stop with a FIFO and a socket in the workspace: %+v %v", got, err)
+		t.Fatalf("stop with a FIFO, a socket and a backslash name in the workspace: %+v %v", got, err)
 	}
-	res, err := c.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Command: "cat note"})
-	if err != nil || res.Stdout != "kept\n" {
+	res, err := c.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Command: `cat note 'back\slash'`})
+	if err != nil || res.Stdout != "kept\ntoo\n" {
 		t.Fatalf("after wake: %+v %v", res, err)
 	}
 	if _, err := c.Sandboxes.Delete(ctx, sb.ID); err != nil {

@@ -131,7 +131,7 @@ func (x *extractor) entry(hdr *tar.Header, r io.Reader) error {
 // safeName cleans an archive path; absolute paths and ".." are refused.
 // os.Root would refuse them too; checking first gives a clear error.
 func (x *extractor) safeName(name string) (string, error) {
-	if name == "" || strings.ContainsRune(name, 0) || x.o.NoBackslash && strings.Contains(name, `\`) {
+	if name == "" || strings.ContainsRune(name, 0) {
 		return "", &EntryError{name, "empty or malformed path"}
 	}
 	if path.IsAbs(name) {

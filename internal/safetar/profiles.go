@@ -30,11 +30,10 @@ func Rootfs() Options {
 // backslash — is refused.
 func Workspace() Options {
 	return Options{
-		Target:      "workspace",
-		Symlinks:    AsData,
-		NoBackslash: true,
-		Chown:       os.Geteuid() == 0,
-		Mode:        ModeKeepSetID,
+		Target:   "workspace",
+		Symlinks: AsData,
+		Chown:    os.Geteuid() == 0,
+		Mode:     ModeKeepSetID,
 	}
 }
 

@@ -52,8 +52,6 @@ type Options struct {
 	// SkipRoot ignores an entry naming the target itself ("./"), whose
 	// mode and owner the caller decides; otherwise it fails.
 	SkipRoot bool
-	// NoBackslash refuses names that contain a backslash.
-	NoBackslash bool
 	// Chown applies the entries' uid and gid (only root can).
 	Chown bool
 	// Mode gives the mode an entry gets; nil keeps the permission bits and
