@@ -249,3 +249,43 @@ func isStatus(err error, code int) bool {
 	var e *agentkernel.Error
 	return errors.As(err, &e) && e.StatusCode == code
 }
+
+// TestUnknownQueryParametersAreRefused: a query parameter an endpoint does
+// not read is a 400 naming it, so a misspelt filter is an error and not a
+// listing that silently ignores it.
+func TestUnknownQueryParametersAreRefused(t *testing.T) {
+	d := daemontest.Start(t)
+	ctx := context.Background()
+	admin := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))
+	sb, err := admin.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn, err := admin.Tenants.Create(ctx, agentkernel.TenantCreateParams{Name: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := admin.Keys.Create(ctx, agentkernel.KeyCreateParams{Name: "q", TenantID: tn.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{
+		"/v1/sandboxes?stat=active", "/v1/sandboxes/" + sb.ID + "?verbose=1", "/v1/sandboxes/" + sb.ID + "/backups?limit=5",
+		"/v1/sandboxes/" + sb.ID + "/processes?all=1", "/v1/sandboxes/" + sb.ID + "/activity?x=1",
+		"/v1/objects?clas=counter", "/v1/objects/definitions?x=1", "/v1/audit?knd=ObjectCreated",
+		"/v1/tenants?name=q", "/v1/keys?tenant=" + tn.ID, "/v1/tasks/tsk_x?x=1", "/v1/tickets/tkt_x?x=1",
+	} {
+		code, body := call(t, "GET", d.URL+p, d.AdminKey, "")
+		if typ, msg := errType(body); code != 400 || typ != "invalid_request_error" || !strings.Contains(msg, "unknown query parameter") {
+			t.Errorf("GET %s: %d %v, want a 400 naming the parameter", p, code, body)
+		}
+	}
+	// A tenant's key lists its own keys; asking for another tenant's is an
+	// error, not a listing of its own under another name.
+	if code, body := call(t, "GET", d.URL+"/v1/keys?tenant_id=tnt_other", k.Secret, ""); code != 400 {
+		t.Errorf("tenant key listing another tenant's keys: %d %v", code, body)
+	}
+	if code, body := call(t, "GET", d.URL+"/v1/keys?tenant_id="+tn.ID, k.Secret, ""); code != 200 {
+		t.Errorf("tenant key listing its own keys: %d %v", code, body)
+	}
+}

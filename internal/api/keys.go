@@ -107,6 +107,9 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 	tenant := p.TenantID
 	if p.Admin {
 		tenant = r.URL.Query().Get("tenant_id") // "" = every tenant
+	} else if t := r.URL.Query().Get("tenant_id"); t != "" && t != p.TenantID {
+		s.writeError(w, r, BadRequest("query parameter \"tenant_id\": a tenant's key lists its own tenant's keys only"))
+		return
 	}
 	keys, err := s.store.ListAPIKeys(r.Context(), tenant)
 	if err != nil {

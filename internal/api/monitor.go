@@ -25,7 +25,7 @@ func (s *Server) registerMonitorRoutes(mon *monitor.Service) {
 	a := s.authenticated
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/events", a(m.postEvents))
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/events", a(m.listEvents))
-	s.mux.HandleFunc("GET /v1/sandboxes/{id}/activity", a(m.activity))
+	s.mux.HandleFunc("GET /v1/sandboxes/{id}/activity", a(m.s.noQuery(m.activity)))
 	m.registerTaskRoutes()
 	m.registerTicketRoutes()
 }

@@ -29,7 +29,7 @@ func toBundleJSON(b *object.BundleInfo) *bundleJSON {
 func (s *Server) registerBundleRoutes() {
 	a := s.authenticated
 	s.mux.HandleFunc("PUT /v1/objects/definitions/{class}/bundle", a(s.putObjectBundle))
-	s.mux.HandleFunc("GET /v1/objects/definitions/{class}/bundle", a(s.getObjectBundle))
+	s.mux.HandleFunc("GET /v1/objects/definitions/{class}/bundle", a(s.noQuery(s.getObjectBundle)))
 	s.mux.HandleFunc("DELETE /v1/objects/definitions/{class}/bundle", a(s.deleteObjectBundle))
 }
 

@@ -102,19 +102,19 @@ type auditJSON struct {
 func (s *Server) registerObjectRoutes() {
 	a := s.authenticated
 	s.mux.HandleFunc("POST /v1/objects/definitions", a(s.defineObjectClass))
-	s.mux.HandleFunc("GET /v1/objects/definitions", a(s.listObjectClasses))
-	s.mux.HandleFunc("GET /v1/objects/definitions/{class}", a(s.getObjectClass))
+	s.mux.HandleFunc("GET /v1/objects/definitions", a(s.noQuery(s.listObjectClasses)))
+	s.mux.HandleFunc("GET /v1/objects/definitions/{class}", a(s.noQuery(s.getObjectClass)))
 	s.mux.HandleFunc("DELETE /v1/objects/definitions/{class}", a(s.deleteObjectClass))
-	s.mux.HandleFunc("GET /v1/objects", a(s.listObjects))
-	s.mux.HandleFunc("GET /v1/objects/{class}/{id}", a(s.getObject))
+	s.mux.HandleFunc("GET /v1/objects", a(s.query(s.listObjects, "class", "status", "after", "limit")))
+	s.mux.HandleFunc("GET /v1/objects/{class}/{id}", a(s.noQuery(s.getObject)))
 	s.mux.HandleFunc("DELETE /v1/objects/{class}/{id}", a(s.deleteObject))
 	s.mux.HandleFunc("POST /v1/objects/{class}/{id}/call", a(s.callObject))
 	s.mux.HandleFunc("POST /v1/objects/{class}/{id}/hibernate", a(s.hibernateObject))
 	s.mux.HandleFunc("POST /v1/objects/{class}/{id}/checkpoint", a(s.checkpointObject))
 	s.mux.HandleFunc("POST /v1/objects/{class}/{id}/alarms", a(s.setAlarm))
-	s.mux.HandleFunc("GET /v1/objects/{class}/{id}/alarms", a(s.listAlarms))
+	s.mux.HandleFunc("GET /v1/objects/{class}/{id}/alarms", a(s.noQuery(s.listAlarms)))
 	s.mux.HandleFunc("DELETE /v1/objects/{class}/{id}/alarms/{alarm_id}", a(s.deleteAlarm))
-	s.mux.HandleFunc("GET /v1/audit", a(s.listAudit))
+	s.mux.HandleFunc("GET /v1/audit", a(s.query(s.listAudit, "kind", "after", "limit")))
 	s.registerBundleRoutes()
 }
 

@@ -47,9 +47,13 @@ var cursorParams = []string{"limit", "page", "order", "created_at[gt]", "created
 func withCursor(more ...string) []string { return append(slices.Clone(cursorParams), more...) }
 
 // noQuery wraps a handler whose endpoint takes no query parameters.
-func (s *Server) noQuery(h http.HandlerFunc) http.HandlerFunc {
+func (s *Server) noQuery(h http.HandlerFunc) http.HandlerFunc { return s.query(h) }
+
+// query wraps a handler whose endpoint reads only the accepted query
+// parameters.
+func (s *Server) query(h http.HandlerFunc, accepted ...string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := checkQuery(r.URL.Query()); err != nil {
+		if err := checkQuery(r.URL.Query(), accepted...); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

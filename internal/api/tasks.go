@@ -15,9 +15,9 @@ func (m *monitorAPI) registerTaskRoutes() {
 	a := m.s.authenticated
 	m.s.mux.HandleFunc("POST /v1/tasks", a(m.createTask))
 	m.s.mux.HandleFunc("GET /v1/tasks", a(m.listTasks))
-	m.s.mux.HandleFunc("GET /v1/tasks/{id}", a(m.getTask))
-	m.s.mux.HandleFunc("GET /v1/tasks/{id}/logs", a(m.taskLogs))
-	m.s.mux.HandleFunc("GET /v1/tasks/{id}/transcript", a(m.taskTranscript))
+	m.s.mux.HandleFunc("GET /v1/tasks/{id}", a(m.s.noQuery(m.getTask)))
+	m.s.mux.HandleFunc("GET /v1/tasks/{id}/logs", a(m.s.query(m.taskLogs, "stream", "offset")))
+	m.s.mux.HandleFunc("GET /v1/tasks/{id}/transcript", a(m.s.noQuery(m.taskTranscript)))
 }
 
 // createTaskRequest is the body of POST /v1/tasks.

@@ -12,7 +12,7 @@ func (m *monitorAPI) registerTicketRoutes() {
 	a := m.s.authenticated
 	m.s.mux.HandleFunc("POST /v1/tickets", a(m.createTicket))
 	m.s.mux.HandleFunc("GET /v1/tickets", a(m.listTickets))
-	m.s.mux.HandleFunc("GET /v1/tickets/{id}", a(m.getTicket))
+	m.s.mux.HandleFunc("GET /v1/tickets/{id}", a(m.s.noQuery(m.getTicket)))
 	m.s.mux.HandleFunc("POST /v1/tickets/{id}/results", a(m.submitResult))
 }
 
