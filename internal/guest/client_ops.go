@@ -112,16 +112,6 @@ func (c *Client) KillProcess(ctx context.Context, id string, signal int) (*Proce
 	return &info, nil
 }
 
-// ReadFile returns a file's content; a missing file matches fs.ErrNotExist.
-func (c *Client) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	resp, err := c.do(ctx, http.MethodGet, "/files/content", url.Values{"path": {path}}, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	return io.ReadAll(resp.Body)
-}
-
 // ReadFileMax reads a regular file of at most max bytes. The guest refuses
 // a larger file (413 too_large), and the client stops reading after max
 // bytes whatever the guest sends, so a file that grows, or a guest that

@@ -23,7 +23,7 @@ func TestFilesRoundTrip(t *testing.T) {
 	if err != nil || string(got) != "hi" {
 		t.Fatalf("host file = %q, %v", got, err)
 	}
-	data, err := c.ReadFile(ctx, work+"/a/b/hello.txt")
+	data, err := c.ReadFileMax(ctx, work+"/a/b/hello.txt", 1<<20)
 	if err != nil || string(data) != "hi" {
 		t.Fatalf("ReadFile = %q, %v", data, err)
 	}
@@ -63,7 +63,7 @@ func TestFilesRoundTrip(t *testing.T) {
 func TestFilesErrors(t *testing.T) {
 	c, _ := startGuest(t, nil)
 	ctx := context.Background()
-	if _, err := c.ReadFile(ctx, "missing"); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := c.ReadFileMax(ctx, "missing", 1<<20); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("ReadFile missing: %v", err)
 	}
 	if _, err := c.ListDir(ctx, "missing"); !errors.Is(err, fs.ErrNotExist) {
@@ -72,7 +72,7 @@ func TestFilesErrors(t *testing.T) {
 	if err := c.Mkdir(ctx, MkdirRequest{Path: "d"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ReadFile(ctx, "d"); !errors.Is(err, syscall.EISDIR) {
+	if _, err := c.ReadFileMax(ctx, "d", 1<<20); !errors.Is(err, syscall.EISDIR) {
 		t.Fatalf("ReadFile dir: %v", err)
 	}
 	if err := c.WriteFile(ctx, WriteFileRequest{Path: "d", Data: []byte("x")}); !errors.Is(err, syscall.EISDIR) {

@@ -46,7 +46,7 @@ func TestFilesSymlinkToOutsideDir(t *testing.T) {
 	ctx := context.Background()
 	symlink(t, outside, filepath.Join(work, "out"))
 
-	_, err := c.ReadFile(ctx, "out/secret.txt")
+	_, err := c.ReadFileMax(ctx, "out/secret.txt", 1<<20)
 	wantEscape(t, "read", err)
 	_, err = c.ListDir(ctx, work+"/out")
 	wantEscape(t, "list", err)
@@ -85,7 +85,7 @@ func TestFilesSymlinkToOutsideFile(t *testing.T) {
 	ctx := context.Background()
 	symlink(t, filepath.Join(outside, "secret.txt"), filepath.Join(work, "secret"))
 
-	_, err := c.ReadFile(ctx, "secret")
+	_, err := c.ReadFileMax(ctx, "secret", 1<<20)
 	wantEscape(t, "read", err)
 	wantEscape(t, "overwrite", c.WriteFile(ctx, WriteFileRequest{Path: work + "/secret", Data: []byte("pwned")}))
 	if b, err := os.ReadFile(filepath.Join(outside, "secret.txt")); err != nil || string(b) != "secret" {
@@ -93,7 +93,7 @@ func TestFilesSymlinkToOutsideFile(t *testing.T) {
 	}
 	// The same file by its own absolute path is outside the workspace and
 	// stays reachable, as every path outside /workspace does.
-	if b, err := c.ReadFile(ctx, filepath.Join(outside, "secret.txt")); err != nil || string(b) != "secret" {
+	if b, err := c.ReadFileMax(ctx, filepath.Join(outside, "secret.txt"), 1<<20); err != nil || string(b) != "secret" {
 		t.Fatalf("read by absolute path = %q, %v", b, err)
 	}
 }
@@ -106,7 +106,7 @@ func TestFilesRelativeSymlinkClimbingOut(t *testing.T) {
 	}
 	symlink(t, "../../../outside", filepath.Join(work, "a", "b", "up"))
 
-	_, err := c.ReadFile(ctx, "a/b/up/secret.txt")
+	_, err := c.ReadFileMax(ctx, "a/b/up/secret.txt", 1<<20)
 	wantEscape(t, "read", err)
 	_, err = c.ListDir(ctx, "a/b/up")
 	wantEscape(t, "list", err)
@@ -128,10 +128,10 @@ func TestFilesSymlinkInsideWorkspace(t *testing.T) {
 	symlink(t, "real/sub", filepath.Join(work, "dirlink"))
 	symlink(t, "../real/sub/f.txt", filepath.Join(work, "real", "filelink"))
 
-	if b, err := c.ReadFile(ctx, "dirlink/f.txt"); err != nil || string(b) != "inside" {
+	if b, err := c.ReadFileMax(ctx, "dirlink/f.txt", 1<<20); err != nil || string(b) != "inside" {
 		t.Fatalf("read through dir link = %q, %v", b, err)
 	}
-	if b, err := c.ReadFile(ctx, "real/filelink"); err != nil || string(b) != "inside" {
+	if b, err := c.ReadFileMax(ctx, "real/filelink", 1<<20); err != nil || string(b) != "inside" {
 		t.Fatalf("read through file link = %q, %v", b, err)
 	}
 	if list, err := c.ListDir(ctx, "dirlink"); err != nil || len(list) != 1 || list[0].Name != "f.txt" {
@@ -191,7 +191,7 @@ func TestFilesDotDotRefused(t *testing.T) {
 	c, work, outside := scopedGuest(t)
 	ctx := context.Background()
 	for _, p := range []string{"../outside/secret.txt", work + "/../outside/secret.txt", "a/../b", outside + "/../outside/secret.txt"} {
-		_, err := c.ReadFile(ctx, p)
+		_, err := c.ReadFileMax(ctx, p, 1<<20)
 		var ge *Error
 		if !errors.As(err, &ge) || ge.Code != codeBadRequest || ge.Status != http.StatusBadRequest {
 			t.Errorf("ReadFile(%q) = %v, want 400 bad_request", p, err)
@@ -213,7 +213,7 @@ func TestFilesOutsideWorkDir(t *testing.T) {
 	c, _, outside := scopedGuest(t)
 	ctx := context.Background()
 	symlink(t, "secret.txt", filepath.Join(outside, "alias"))
-	if b, err := c.ReadFile(ctx, outside+"/alias"); err != nil || string(b) != "secret" {
+	if b, err := c.ReadFileMax(ctx, outside+"/alias", 1<<20); err != nil || string(b) != "secret" {
 		t.Fatalf("read outside via link = %q, %v", b, err)
 	}
 	if err := c.WriteFile(ctx, WriteFileRequest{Path: outside + "/d/new.txt", Data: []byte("n")}); err != nil {

@@ -341,7 +341,7 @@ func TestListDirHidesRuntimeDir(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].Name != id {
 		t.Fatalf("ListDir(.agentkernel/ops) = %+v, %v", list, err)
 	}
-	if _, err := c.ReadFile(ctx, ".agentkernel/ops/"+id+"/accepted"); err != nil {
+	if _, err := c.ReadFileMax(ctx, ".agentkernel/ops/"+id+"/accepted", 1<<20); err != nil {
 		t.Fatalf("ReadFile of the accepted record: %v", err)
 	}
 }

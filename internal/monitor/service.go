@@ -28,7 +28,7 @@ type Sandboxes interface {
 	StartProcess(ctx context.Context, tenantID, id string, req guest.ExecRequest) (*guest.ProcessInfo, error)
 	ListProcesses(ctx context.Context, tenantID, id string) ([]guest.ProcessInfo, error)
 	ProcessOutput(ctx context.Context, tenantID, id string, req guest.OutputRequest) (*guest.OutputChunk, error)
-	ReadFile(ctx context.Context, tenantID, id, path string) ([]byte, error)
+	ReadFileMax(ctx context.Context, tenantID, id, path string, max int64) ([]byte, error)
 	WriteFile(ctx context.Context, tenantID, id, path string, data []byte, mode uint32) error
 	Client(ctx context.Context, tenantID, id string, fn func(c *guest.Client) error) error
 	Hibernate(ctx context.Context, tenantID, id string) (*sandbox.Info, error)

@@ -32,7 +32,9 @@ func (s *Service) saveTranscript(ctx context.Context, t *target) (*store.Transcr
 func (s *Service) extractTranscript(ctx context.Context, t *target) ([]byte, string, error) {
 	var fileErr error
 	if t.task != nil && t.task.TranscriptPath != "" {
-		b, err := s.sbx.ReadFile(ctx, t.tenantID, t.sandboxID, t.task.TranscriptPath)
+		// The file is the agent's to write: the daemon holds at most what
+		// it keeps of a transcript.
+		b, err := s.sbx.ReadFileMax(ctx, t.tenantID, t.sandboxID, t.task.TranscriptPath, maxTranscript)
 		if err == nil {
 			return b, "file:" + t.task.TranscriptPath, nil
 		}

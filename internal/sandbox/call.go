@@ -158,17 +158,6 @@ func (m *Manager) ListProcesses(ctx context.Context, tenantID, id string) ([]gue
 	return ps, err
 }
 
-// ReadFile reads a file inside the sandbox.
-func (m *Manager) ReadFile(ctx context.Context, tenantID, id, path string) ([]byte, error) {
-	var b []byte
-	err := m.call(ctx, tenantID, id, func(c *guest.Client) error {
-		var err error
-		b, err = c.ReadFile(ctx, path)
-		return err
-	})
-	return b, err
-}
-
 // ReadFileMax reads a regular file of at most max bytes inside the
 // sandbox (guest.Client.ReadFileMax): the daemon never holds more.
 func (m *Manager) ReadFileMax(ctx context.Context, tenantID, id, path string, max int64) ([]byte, error) {

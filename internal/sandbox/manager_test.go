@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -540,5 +541,21 @@ func TestRecoverStopsAnInstanceThatDoesNotAnswer(t *testing.T) {
 	}
 	if got := e.exec(t, in.ID, "cat /workspace/kept"); got != "kept\n" {
 		t.Fatalf("after the restart: %q, want the workspace kept", got)
+	}
+}
+
+// The warm marker is the sandbox's to overwrite: a huge (sparse) one is
+// refused by size, never read into the daemon, and the sandbox is warmed
+// again as if the marker were missing.
+func TestHugeWarmMarkerIsNotReadIntoTheDaemon(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	in, err := e.m.Create(ctx, sandbox.CreateParams{TenantID: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.exec(t, in.ID, "truncate -s 1T "+sandbox.WarmMarkerPath)
+	if got := e.exec(t, in.ID, "stat -c %s "+sandbox.WarmMarkerPath); strings.TrimSpace(got) == "1099511627776" {
+		t.Fatalf("the marker was not written again after a huge one: %s bytes", strings.TrimSpace(got))
 	}
 }

@@ -324,7 +324,9 @@ func (m *Manager) probe(ctx context.Context, e *entry, sb *store.Sandbox) error 
 }
 
 func (m *Manager) markerOK(ctx context.Context, c *guest.Client, gen int64) bool {
-	b, err := c.ReadFile(ctx, WarmMarkerPath)
+	// The marker is the sandbox's to overwrite: never hold more of it than
+	// a generation number takes.
+	b, err := c.ReadFileMax(ctx, WarmMarkerPath, 32)
 	if err != nil {
 		return false
 	}

@@ -65,7 +65,7 @@ func TestTurnRunsToolsInTheSandbox(t *testing.T) {
 	if _, err := e.st.GetRunRow(ctx, s.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("run row after the turn: %v", err)
 	}
-	if b, err := e.mgr.ReadFile(ctx, "t1", got.SandboxID, "/workspace/note.txt"); err != nil || strings.TrimSpace(string(b)) != "hello-from-bash" {
+	if b, err := e.mgr.ReadFileMax(ctx, "t1", got.SandboxID, "/workspace/note.txt", 1<<20); err != nil || strings.TrimSpace(string(b)) != "hello-from-bash" {
 		t.Fatalf("file in sandbox: %q %v", b, err)
 	}
 

@@ -67,7 +67,7 @@ func (s *suite) testLifecycle(t *testing.T) {
 	}
 
 	h2, c2 := start(t, d, spec)
-	b, err := c2.ReadFile(ctx, "notes/hello.txt")
+	b, err := c2.ReadFileMax(ctx, "notes/hello.txt", 1<<20)
 	if err != nil || string(b) != "persist me" {
 		t.Fatalf("after restart ReadFile = %q, %v", b, err)
 	}
@@ -104,7 +104,7 @@ func (s *suite) testRecover(t *testing.T) {
 	c2 := Client(d2, persisted)
 	defer c2.Close()
 	// Same sandbox, not a new one: /tmp (not persistent) still has the marker.
-	if b, err := c2.ReadFile(ctx, "/tmp/marker"); err != nil || string(b) != "started\n" {
+	if b, err := c2.ReadFileMax(ctx, "/tmp/marker", 1<<20); err != nil || string(b) != "started\n" {
 		t.Fatalf("marker after recover = %q, %v", b, err)
 	}
 	if st, err := d2.Inspect(ctx, persisted); err != nil || !st.Running {
