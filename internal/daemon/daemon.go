@@ -60,6 +60,9 @@ type Daemon struct {
 // comes first: nothing may be opened or recovered while another daemon
 // serves the same home.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, error) {
+	if err := sealInheritedFDs(); err != nil {
+		return nil, fmt.Errorf("mark inherited file descriptors close-on-exec: %w", err)
+	}
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("home %s: %w", cfg.Home, err)
 	}
