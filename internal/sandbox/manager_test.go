@@ -532,6 +532,7 @@ func TestRecoverStopsAnInstanceThatDoesNotAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Kill(pid, syscall.SIGKILL)
+	waitStopped(t, pid)
 
 	if rep := e.restart(t); rep.MarkedCold != 1 {
 		t.Fatalf("recover: %+v, want the silent instance marked cold", rep)
@@ -557,5 +558,30 @@ func TestHugeWarmMarkerIsNotReadIntoTheDaemon(t *testing.T) {
 	e.exec(t, in.ID, "truncate -s 1T "+sandbox.WarmMarkerPath)
 	if got := e.exec(t, in.ID, "stat -c %s "+sandbox.WarmMarkerPath); strings.TrimSpace(got) == "1099511627776" {
 		t.Fatalf("the marker was not written again after a huge one: %s bytes", strings.TrimSpace(got))
+	}
+}
+
+// waitStopped waits until every thread of pid is stopped (SIGSTOP is
+// delivered asynchronously: a thread may still answer for a moment).
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		stopped := len(stats) > 0
+		for _, p := range stats {
+			b, err := os.ReadFile(p)
+			// The state follows the command name in parentheses.
+			if i := strings.LastIndexByte(string(b), ')'); err != nil || i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+				stopped = false
+			}
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d did not stop", pid)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
