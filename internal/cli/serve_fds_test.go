@@ -27,7 +27,14 @@ func TestSandboxesInheritNoFileOfTheDaemon(t *testing.T) {
 	defer w.Close()
 	var stderr bytes.Buffer
 	cmd := exec.Command(bin, "serve", "--listen", addr, "--home", home)
-	cmd.Env = cleanEnv()
+	// The sandbox run dir goes under TMPDIR and outlives the daemon: a
+	// short one of the test's own (socket paths are limited to 107 bytes).
+	tmp, err := os.MkdirTemp("", "aks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	cmd.Env = cleanEnv("TMPDIR=" + tmp)
 	cmd.Stderr = &stderr
 	// Fd 9 of the daemon, not close-on-exec (high enough that the fds the
 	// driver hands bwrap do not overwrite it in the child).
