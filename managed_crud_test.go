@@ -2,10 +2,12 @@ package agentkernel_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
 
+	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
 )
 
@@ -102,7 +104,7 @@ func TestManagedEnvironmentsThroughTheSDK(t *testing.T) {
 	e, err := c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{
 		Name: "py", Description: anthropic.String("python"),
 		Metadata: map[string]string{"agentkernel.driver": "process", "agentkernel.sleep_after": "2m", "owner": "me"},
-		// Sandboxes have no network: "limited" with no hosts says so.
+		// "limited" with no hosts: nothing leaves the sandboxes.
 		Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{
 			Networking: anthropic.BetaCloudConfigParamsNetworkingUnion{OfLimited: &anthropic.BetaLimitedNetworkParams{}},
 		}},
@@ -115,10 +117,34 @@ func TestManagedEnvironmentsThroughTheSDK(t *testing.T) {
 		e.Metadata["agentkernel.driver"] != "process" || e.CreatedAt == "" {
 		t.Fatalf("created environment: %s", e.RawJSON())
 	}
+	// Networking is the egress proxy's policy: stored canonical, returned,
+	// kept by an update that leaves it out.
+	netEnv, err := c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "net", Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{
+		Networking: anthropic.BetaCloudConfigParamsNetworkingUnion{OfLimited: &anthropic.BetaLimitedNetworkParams{
+			AllowedHosts: []string{"PyPI.org", "127.0.0.1:8443", "*.example.com"}, AllowMCPServers: anthropic.Bool(true)}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := netEnv.Config.Networking; n.Type != "limited" || strings.Join(n.AllowedHosts, " ") != "pypi.org 127.0.0.1:8443 *.example.com" || !n.AllowMCPServers || n.AllowPackageManagers {
+		t.Fatalf("limited networking: %s", netEnv.RawJSON())
+	}
+	netEnv, err = c.Beta.Environments.Update(ctx, netEnv.ID, anthropic.BetaEnvironmentUpdateParams{Name: anthropic.String("net2")})
+	if err != nil || len(netEnv.Config.Networking.AllowedHosts) != 3 {
+		t.Fatalf("update without config: %s %v", netEnv.RawJSON(), err)
+	}
+	netEnv, err = c.Beta.Environments.Update(ctx, netEnv.ID, anthropic.BetaEnvironmentUpdateParams{Config: anthropic.BetaEnvironmentUpdateParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{
+		Networking: anthropic.BetaCloudConfigParamsNetworkingUnion{OfUnrestricted: &anthropic.BetaUnrestrictedNetworkParam{}}}}})
+	if err != nil || netEnv.Config.Networking.Type != "unrestricted" {
+		t.Fatalf("update to unrestricted: %s %v", netEnv.RawJSON(), err)
+	}
+	for _, bad := range []struct{ host, says string }{
+		{"https://pypi.org", "is a URL"}, {"pypi.org/simple", "path"}, {"pypi.org:0", "port"}, {"", "empty"},
+	} {
+		_, err = c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "bad", Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{
+			Networking: anthropic.BetaCloudConfigParamsNetworkingUnion{OfLimited: &anthropic.BetaLimitedNetworkParams{AllowedHosts: []string{"ok.example.com", bad.host}}}}}})
+		wantStatus(t, "allowed_hosts "+bad.host, err, 400, "config.networking.allowed_hosts[1]", bad.says)
+	}
 	// What agentkernel cannot do yet is refused, not stored and ignored.
-	_, err = c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "net", Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{
-		Networking: anthropic.BetaCloudConfigParamsNetworkingUnion{OfLimited: &anthropic.BetaLimitedNetworkParams{AllowedHosts: []string{"pypi.org"}}}}}})
-	wantStatus(t, "allowed_hosts", err, 400, "config.networking.allowed_hosts", "not supported yet")
 	_, err = c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "pkg", Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{
 		Packages: anthropic.BetaPackagesParams{Pip: []string{"requests"}}}}})
 	wantStatus(t, "packages", err, 400, "config.packages.pip", "not supported yet")
@@ -140,8 +166,8 @@ func TestManagedEnvironmentsThroughTheSDK(t *testing.T) {
 	for range c.Beta.Environments.ListAutoPaging(ctx, anthropic.BetaEnvironmentListParams{Limit: anthropic.Int(1)}).All() {
 		seen++
 	}
-	if seen != 2 {
-		t.Fatalf("listed %d environments, want 2", seen)
+	if seen != 3 {
+		t.Fatalf("listed %d environments, want 3", seen)
 	}
 	arch, err := c.Beta.Environments.Archive(ctx, other.ID, anthropic.BetaEnvironmentArchiveParams{})
 	if err != nil || arch.ArchivedAt == "" {
@@ -153,6 +179,36 @@ func TestManagedEnvironmentsThroughTheSDK(t *testing.T) {
 	}
 	_, err = c.Beta.Environments.Get(ctx, e.ID, anthropic.BetaEnvironmentGetParams{})
 	wantStatus(t, "get deleted", err, 404, e.ID)
+}
+
+// The operator's [sandbox] network is the ceiling: with none, nothing an
+// environment asks for leaves a sandbox, so asking is refused; so is an
+// environment whose own metadata says none.
+func TestEnvironmentNetworkingCeiling(t *testing.T) {
+	ctx := context.Background()
+	d := daemontest.Start(t, func(c *config.Config) { c.Sandbox.Network = "none" })
+	c := sdkClient(d, d.AdminKey)
+	newNet := func(md map[string]string, n anthropic.BetaCloudConfigParamsNetworkingUnion) (*anthropic.BetaEnvironment, error) {
+		return c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "n", Metadata: md,
+			Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{Networking: n}}})
+	}
+	_, err := newNet(nil, anthropic.BetaCloudConfigParamsNetworkingUnion{OfUnrestricted: &anthropic.BetaUnrestrictedNetworkParam{}})
+	wantStatus(t, "unrestricted under none", err, 400, "config.networking.type", `[sandbox] network = \"none\"`)
+	_, err = newNet(nil, anthropic.BetaCloudConfigParamsNetworkingUnion{OfLimited: &anthropic.BetaLimitedNetworkParams{AllowedHosts: []string{"pypi.org"}}})
+	wantStatus(t, "allowed_hosts under none", err, 400, "config.networking.allowed_hosts", "[sandbox] network")
+	_, err = newNet(nil, anthropic.BetaCloudConfigParamsNetworkingUnion{OfLimited: &anthropic.BetaLimitedNetworkParams{AllowPackageManagers: anthropic.Bool(true)}})
+	wantStatus(t, "allow_package_managers under none", err, 400, "config.networking.allow_package_managers")
+	e, err := newNet(nil, anthropic.BetaCloudConfigParamsNetworkingUnion{OfLimited: &anthropic.BetaLimitedNetworkParams{}})
+	if err != nil || e.Config.Networking.Type != "limited" || len(e.Config.Networking.AllowedHosts) != 0 {
+		t.Fatalf("closed networking under none: %v %v", e, err)
+	}
+
+	d2 := daemontest.Start(t)
+	c2 := sdkClient(d2, d2.AdminKey)
+	_, err = c2.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "n", Metadata: map[string]string{"agentkernel.network": "none"},
+		Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{Networking: anthropic.BetaCloudConfigParamsNetworkingUnion{
+			OfLimited: &anthropic.BetaLimitedNetworkParams{AllowedHosts: []string{"pypi.org"}}}}}})
+	wantStatus(t, "allowed_hosts with metadata network none", err, 400, "config.networking.allowed_hosts", "agentkernel.network = none")
 }
 
 func TestManagedSessionsThroughTheSDK(t *testing.T) {

@@ -32,9 +32,19 @@ type ManagedOptions struct {
 	// MaxEventBytes limits one sent event's JSON (413 beyond; default
 	// 256 KiB). Bodies are limited by server.max_body_bytes as well.
 	MaxEventBytes int
-	// SandboxNetwork is the daemon's default sandbox network ([sandbox]
-	// network; "" is none): environments report it as their networking.
+	// SandboxNetwork is the daemon's sandbox network ([sandbox] network:
+	// none, egress or host; "" is egress): the ceiling of what an
+	// environment's networking may allow.
 	SandboxNetwork string
+	// Vaults checks a session's vault_ids; nil refuses any.
+	Vaults VaultChecker
+}
+
+// VaultChecker is what sessions need of the vaults (*vault.Service).
+type VaultChecker interface {
+	// CheckVaults returns an error wrapping store.ErrNotFound, naming the
+	// id, for a vault the tenant does not have (or has archived).
+	CheckVaults(ctx context.Context, tenantID string, vaultIDs []string) error
 }
 
 // managed holds the Managed Agents handlers' dependencies.
@@ -46,10 +56,11 @@ type managed struct {
 	maxEvBy int
 	// sandboxNetwork is ManagedOptions.SandboxNetwork.
 	sandboxNetwork string
+	vaults         VaultChecker
 }
 
 func (s *Server) registerManagedRoutes(o *ManagedOptions) {
-	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork}
+	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork, vaults: o.Vaults}
 	if m.maxEvBy <= 0 {
 		m.maxEvBy = 256 << 10
 	}

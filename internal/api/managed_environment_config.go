@@ -2,23 +2,29 @@ package api
 
 import (
 	"encoding/json"
-	"fmt"
+	"errors"
 
+	"github.com/agentkernel/agentkernel/internal/egress"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
 )
 
 // An environment's config (the SDK's BetaCloudConfig) says what its
-// sandboxes get. agentkernel answers with what is true, not with what was
-// asked: networking follows the sandbox network the environment really
-// gives (none unless metadata agentkernel.network or the daemon's [sandbox]
-// network is "host"), and packages are always empty, since nothing installs
-// them yet. A request may state the truth, and is refused with "not
-// supported yet" where it asks for more.
+// sandboxes get, and agentkernel answers with what is true. Networking is
+// enforced by the egress proxy: limited (allowed_hosts, the agent's MCP
+// servers, the package registries) or unrestricted. Two things bound it:
+// the operator's [sandbox] network (none: nothing leaves any sandbox) and
+// the environment's metadata agentkernel.network (none: no proxy; host: the
+// host's own network, which is unrestricted and not the proxy's to limit).
+// Packages are always empty: nothing installs them yet, and a request for
+// some is refused with "not supported yet".
 
 var packageManagers = []string{"apt", "cargo", "gem", "go", "npm", "pip"}
 
-// envNetwork is the network the environment's sandboxes get.
+// maxAllowedHosts bounds config.networking.allowed_hosts.
+const maxAllowedHosts = 256
+
+// envNetwork is the network mode the environment's sandboxes get.
 func (m *managed) envNetwork(d envDoc) string {
 	if v := d.Metadata[session.MetaNetwork]; v != "" {
 		return v
@@ -26,14 +32,19 @@ func (m *managed) envNetwork(d envDoc) string {
 	if m.sandboxNetwork != "" {
 		return m.sandboxNetwork
 	}
-	return sandbox.NetworkNone
+	return sandbox.NetworkEgress
 }
 
 // envConfigJSON renders the config in the SDK's BetaCloudConfig shape.
 func (m *managed) envConfigJSON(d envDoc) json.RawMessage {
-	net := map[string]any{"type": "limited", "allowed_hosts": []string{}, "allow_mcp_servers": false, "allow_package_managers": false}
-	if m.envNetwork(d) == sandbox.NetworkHost {
-		net = map[string]any{"type": "unrestricted"}
+	var net any = session.ClosedNetworking()
+	switch m.envNetwork(d) {
+	case sandbox.NetworkHost:
+		net = map[string]any{"type": session.NetworkingUnrestricted}
+	case sandbox.NetworkEgress:
+		if n, err := session.ParseNetworking(d.Config); err == nil {
+			net = n
+		}
 	}
 	pk := map[string]any{"type": "packages"}
 	for _, mgr := range packageManagers {
@@ -42,9 +53,10 @@ func (m *managed) envConfigJSON(d envDoc) json.RawMessage {
 	return mustJSON(map[string]any{"type": "cloud", "networking": net, "packages": pk})
 }
 
-// checkEnvConfig accepts a config that states what the environment (with
-// its metadata d) really provides and refuses the rest.
-func (m *managed) checkEnvConfig(in obj, d envDoc) error {
+// checkEnvConfig reads a config sent on create or update into d.Config.
+// Networking left out keeps what is stored (the SDK: "omit on update to
+// preserve").
+func (m *managed) checkEnvConfig(in obj, d *envDoc) error {
 	cfg, ok, err := in.object("config")
 	if err != nil || !ok {
 		return err
@@ -63,9 +75,11 @@ func (m *managed) checkEnvConfig(in obj, d envDoc) error {
 	if net, ok, err := cfg.object("networking"); err != nil {
 		return err
 	} else if ok {
-		if err := m.checkNetworking(net, d); err != nil {
+		n, err := m.checkNetworking(net, *d)
+		if err != nil {
 			return err
 		}
+		d.Config = mustJSON(map[string]any{"type": "cloud", "networking": n})
 	}
 	cfg.has("networking")
 	if pk, ok, err := cfg.object("packages"); err != nil {
@@ -90,39 +104,66 @@ func (m *managed) checkEnvConfig(in obj, d envDoc) error {
 	return nil
 }
 
-func (m *managed) checkNetworking(n obj, d envDoc) error {
-	typ, err := n.reqStr("type")
+// checkNetworking reads config.networking against what the environment's
+// sandboxes can have, and returns it normalized for storage.
+func (m *managed) checkNetworking(n obj, d envDoc) (*session.Networking, error) {
+	typ, err := n.str("type")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	have := m.envNetwork(d)
-	switch typ {
-	case "unrestricted":
-		if have != sandbox.NetworkHost {
-			return n.notYet("type", fmt.Sprintf("unrestricted networking needs the egress proxy, which agentkernel does not have yet; this environment's sandboxes have no network, which {\"type\": \"limited\"} with no allowed_hosts states (metadata %s = host shares the host's network instead)", session.MetaNetwork))
+	closed := func(k string) error {
+		if d.Metadata[session.MetaNetwork] == sandbox.NetworkNone {
+			return BadRequest("field %q: this environment's sandboxes have no network at all (metadata %s = none); remove that key to let the egress proxy apply this policy", n.field(k), session.MetaNetwork)
 		}
-	case "limited":
+		return BadRequest("field %q: the operator allows no outbound traffic from any sandbox ([sandbox] network = \"none\"); only {\"type\": \"limited\"} with no hosts is possible here", n.field(k))
+	}
+	switch typ {
+	case session.NetworkingUnrestricted:
+		if have == sandbox.NetworkNone {
+			return nil, closed("type")
+		}
+		return &session.Networking{Type: typ}, nil
+	case "", session.NetworkingLimited:
 		if have == sandbox.NetworkHost {
-			return BadRequest("field %q: this environment's sandboxes share the host's network (metadata %s = host), which is unrestricted, not limited", n.field("type"), session.MetaNetwork)
+			return nil, BadRequest("field %q: this environment's sandboxes share the host's network (metadata %s = host), which is unrestricted, not limited", n.field("type"), session.MetaNetwork)
 		}
 		hosts, err := n.strings("allowed_hosts")
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if len(hosts) > 0 {
-			return n.notYet("allowed_hosts", "reaching chosen hosts needs the egress proxy, which agentkernel does not have yet; sandboxes have no network")
+		if len(hosts) > maxAllowedHosts {
+			return nil, BadRequest("field %q has %d entries; the limit is %d", n.field("allowed_hosts"), len(hosts), maxAllowedHosts)
 		}
-		for _, k := range []string{"allow_mcp_servers", "allow_package_managers"} {
-			b, err := n.bool(k)
-			if err != nil {
-				return err
+		parsed, err := egress.ParseHosts(hosts)
+		var he *egress.IndexedHostError
+		if errors.As(err, &he) {
+			return nil, BadRequest("field \"%s[%d]\": %v", n.field("allowed_hosts"), he.Index, he.Err)
+		} else if err != nil {
+			return nil, err
+		}
+		out := &session.Networking{Type: session.NetworkingLimited, AllowedHosts: make([]string, 0, len(parsed))}
+		for _, hp := range parsed {
+			out.AllowedHosts = append(out.AllowedHosts, hp.String())
+		}
+		if out.AllowMCPServers, err = n.bool("allow_mcp_servers"); err != nil {
+			return nil, err
+		}
+		if out.AllowPackageManagers, err = n.bool("allow_package_managers"); err != nil {
+			return nil, err
+		}
+		if have == sandbox.NetworkNone {
+			switch {
+			case len(out.AllowedHosts) > 0:
+				return nil, closed("allowed_hosts")
+			case out.AllowMCPServers:
+				return nil, closed("allow_mcp_servers")
+			case out.AllowPackageManagers:
+				return nil, closed("allow_package_managers")
 			}
-			if b {
-				return n.notYet(k, "sandboxes have no network yet; send false or leave it out")
-			}
 		}
+		return out, nil
 	default:
-		return BadRequest("field %q: unknown networking type %q (want unrestricted or limited)", n.field("type"), typ)
+		return nil, BadRequest("field %q: unknown networking type %q (want %s or %s)", n.field("type"), typ, session.NetworkingUnrestricted, session.NetworkingLimited)
 	}
-	return nil
 }

@@ -109,11 +109,13 @@ func (m *managed) applyEnvFields(in obj, d *envDoc, create bool) error {
 	// After metadata: the networking a config may state is the one the
 	// environment's metadata gives its sandboxes.
 	if in.has("config") {
-		if err := m.checkEnvConfig(in, *d); err != nil {
+		if err := m.checkEnvConfig(in, d); err != nil {
 			return err
 		}
 	}
-	d.Config = json.RawMessage(`{"type":"cloud"}`)
+	if len(d.Config) == 0 {
+		d.Config = json.RawMessage(`{"type":"cloud"}`)
+	}
 	return nil
 }
 

@@ -1,8 +1,11 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -139,7 +142,49 @@ func decodeSessionDoc(b []byte) (sessionDoc, error) {
 func refuseSessionExtras(in obj) error {
 	return firstErr(
 		in.notYetUnlessEmpty("resources", "nothing is mounted into a session's sandbox yet (files, repositories and memory stores); copy files in with a tool call or the sandbox files API"),
-		in.notYetUnlessEmpty("vault_ids", "agentkernel has no vaults yet; send [] or leave it out"),
 		in.notYetUnlessEmpty("budget", "agentkernel does not price model usage, so no budget can stop a session; send null or leave it out"),
 	)
+}
+
+// maxSessionVaults bounds a session's vault_ids.
+const maxSessionVaults = 16
+
+// applyVaultIDs reads vault_ids (create, or an update that sends it: the
+// list replaces the stored one). Each must be a vault of the tenant that
+// is not archived; the session's egress rules and tool environment follow
+// the new list from the next tool call.
+func (m *managed) applyVaultIDs(ctx context.Context, in obj, d *sessionDoc, tenantID string) error {
+	if !in.has("vault_ids") {
+		return nil
+	}
+	list, err := in.strings("vault_ids")
+	if err != nil {
+		return err
+	}
+	if len(list) > maxSessionVaults {
+		return BadRequest("field %q has %d entries; the limit is %d", in.field("vault_ids"), len(list), maxSessionVaults)
+	}
+	seen := map[string]bool{}
+	for i, id := range list {
+		switch {
+		case id == "":
+			return BadRequest("field \"%s[%d]\" is empty; give a vault id (vlt_…)", in.field("vault_ids"), i)
+		case seen[id]:
+			return BadRequest("field \"%s[%d]\": vault %q is listed twice", in.field("vault_ids"), i, id)
+		}
+		seen[id] = true
+	}
+	if len(list) > 0 {
+		if m.vaults == nil {
+			return in.notYet("vault_ids", "this daemon runs without vaults")
+		}
+		if err := m.vaults.CheckVaults(ctx, tenantID, list); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return Errorf(http.StatusNotFound, TypeNotFound, "field %q: %v", in.field("vault_ids"), err)
+			}
+			return err
+		}
+	}
+	d.VaultIDs = list
+	return nil
 }

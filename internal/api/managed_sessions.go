@@ -81,7 +81,7 @@ func (m *managed) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := sessionDoc{Agent: agentSnapshot(agent, ad)}
-	if err := firstErr(applySessionFields(in, &d, true), refuseSessionExtras(in)); err != nil {
+	if err := firstErr(applySessionFields(in, &d, true), refuseSessionExtras(in), m.applyVaultIDs(r.Context(), in, &d, tenant(r))); err != nil {
 		m.writeError(w, r, err)
 		return
 	}
@@ -204,7 +204,7 @@ func (m *managed) updateSession(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		if err := firstErr(applySessionFields(in, &d, false), refuseSessionExtras(in)); err != nil {
+		if err := firstErr(applySessionFields(in, &d, false), refuseSessionExtras(in), m.applyVaultIDs(r.Context(), in, &d, s.TenantID)); err != nil {
 			return err
 		}
 		if ag, ok, err := in.object("agent"); err != nil {

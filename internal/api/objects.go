@@ -114,7 +114,7 @@ func (s *Server) registerObjectRoutes() {
 	s.mux.HandleFunc("POST /v1/objects/{class}/{id}/alarms", a(s.setAlarm))
 	s.mux.HandleFunc("GET /v1/objects/{class}/{id}/alarms", a(s.noQuery(s.listAlarms)))
 	s.mux.HandleFunc("DELETE /v1/objects/{class}/{id}/alarms/{alarm_id}", a(s.deleteAlarm))
-	s.mux.HandleFunc("GET /v1/audit", a(s.query(s.listAudit, "kind", "after", "limit")))
+	s.mux.HandleFunc("GET /v1/audit", a(s.query(s.listAudit, "kind", "subject", "after", "limit")))
 	s.registerBundleRoutes()
 }
 
@@ -335,7 +335,7 @@ func (s *Server) deleteAlarm(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	p := store.ListAuditParams{TenantID: PrincipalFrom(r.Context()).TenantID, Kind: q.Get("kind"), AfterID: q.Get("after"), Limit: 100}
+	p := store.ListAuditParams{TenantID: PrincipalFrom(r.Context()).TenantID, Kind: q.Get("kind"), Subject: q.Get("subject"), AfterID: q.Get("after"), Limit: 100}
 	limit, err := queryLimit(q, p.Limit, 1000)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -39,6 +41,12 @@ type ToolRequest struct {
 	// op_exists), run to the end even if the caller goes away, and its
 	// result kept for GET /ops/{op_id}.
 	OpID string `json:"op_id,omitempty"`
+	// Env is extra environment for the tool's processes, over the
+	// sandbox's own: the placeholders of the session's vault credentials
+	// (never a secret: the egress proxy substitutes the value on the way
+	// out). A call whose Env differs from the last one's starts a fresh
+	// bash shell with it, so a change applies from the next tool call.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // ToolResult is what the tool returned, as the model will see it.
@@ -55,9 +63,9 @@ type ToolResult struct {
 // dir. Calls are serialized: the shell runs one command at a time.
 type toolHandler struct {
 	s     *Server
-	once  sync.Once
-	mu    sync.Mutex
+	mu    sync.Mutex // held while a tool runs, and to swap the toolset
 	tools map[string]anthropic.BetaTool
+	extra map[string]string // the Env the toolset was built with
 
 	// cancels stops journalled calls by op id: they outlive their caller,
 	// so an interrupt has to stop them explicitly.
@@ -92,21 +100,35 @@ func (h *toolHandler) cancelOp(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (h *toolHandler) toolset() map[string]anthropic.BetaTool {
-	h.once.Do(func() {
-		env := map[string]string{}
-		for _, kv := range mergeEnv(h.s.cfg.Env, nil) {
-			if k, v, ok := strings.Cut(kv, "="); ok && !strings.HasPrefix(k, "ANTHROPIC_") {
-				env[k] = v
-			}
+// toolsetLocked is the toolset for a call with extra env (h.mu held):
+// the current one, or — when extra changed — a new one, the old bash
+// shell closed.
+func (h *toolHandler) toolsetLocked(extra map[string]string) map[string]anthropic.BetaTool {
+	if h.tools != nil && maps.Equal(extra, h.extra) {
+		return h.tools
+	}
+	for _, t := range h.tools {
+		if c, ok := t.(io.Closer); ok {
+			_ = c.Close()
 		}
-		h.tools = map[string]anthropic.BetaTool{}
-		for _, t := range agenttoolset.BetaAgentToolset20260401(&agenttoolset.AgentToolContext{Workdir: h.s.cfg.WorkDir, Env: env}) {
-			h.tools[t.Name()] = t
+	}
+	env := map[string]string{}
+	for _, kv := range mergeEnv(h.s.cfg.Env, nil) {
+		if k, v, ok := strings.Cut(kv, "="); ok && !strings.HasPrefix(k, "ANTHROPIC_") {
+			env[k] = v
 		}
-	})
+	}
+	maps.Copy(env, extra)
+	h.tools = map[string]anthropic.BetaTool{}
+	for _, t := range agenttoolset.BetaAgentToolset20260401(&agenttoolset.AgentToolContext{Workdir: h.s.cfg.WorkDir, Env: env}) {
+		h.tools[t.Name()] = t
+	}
+	h.extra = maps.Clone(extra)
 	return h.tools
 }
+
+// toolNames are the names the toolset answers to.
+var toolNames = map[string]bool{"bash": true, "read": true, "write": true, "edit": true, "glob": true, "grep": true}
 
 // ServeHTTP runs one tool call. Tool failures (a refused path, a
 // non-zero exit) are results with is_error, not HTTP errors; only a bad
@@ -119,8 +141,7 @@ func (h *toolHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	tool, ok := h.toolset()[name]
-	if !ok {
+	if !toolNames[name] {
 		writeError(w, fmt.Errorf("%w: unknown tool %q (agent_toolset_20260401 has bash, read, write, edit, glob, grep)", errBadRequest, name))
 		return
 	}
@@ -164,7 +185,7 @@ func (h *toolHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	begin := time.Now()
 	h.mu.Lock()
-	blocks, err := tool.Execute(ctx, req.Input)
+	blocks, err := h.toolsetLocked(req.Env)[name].Execute(ctx, req.Input)
 	h.mu.Unlock()
 	res := ToolResult{DurationMS: time.Since(begin).Milliseconds()}
 	var te *agenttoolset.ToolError

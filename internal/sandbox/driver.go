@@ -39,6 +39,9 @@ const (
 const (
 	NetworkNone = "none"
 	NetworkHost = "host"
+	// NetworkEgress: only loopback, and the daemon's egress proxy reached
+	// through the guest (package egress).
+	NetworkEgress = "egress"
 )
 
 // Limits are resource limits. The manager gives every sandbox all three

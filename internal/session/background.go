@@ -37,8 +37,8 @@ func backgroundResult(t *store.BackgroundTask) *guest.ToolResult {
 }
 
 // startBackground starts the command and records its task.
-func (w *worker) startBackground(ctx context.Context, ts *turnState, sbID, opID, command string) (*guest.ToolResult, error) {
-	info, err := tools.StartBackground(ctx, w.r.cfg.Sandboxes, ts.s.TenantID, sbID, opID, command)
+func (w *worker) startBackground(ctx context.Context, ts *turnState, sbID, opID, command string, env map[string]string) (*guest.ToolResult, error) {
+	info, err := tools.StartBackground(ctx, w.r.cfg.Sandboxes, ts.s.TenantID, sbID, opID, command, env)
 	if err != nil {
 		return nil, err
 	}

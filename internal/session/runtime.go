@@ -53,6 +53,10 @@ type RuntimeConfig struct {
 	// Lease is how long a run row stays owned without renewal (default
 	// 30s); the turn renews it every Lease/3.
 	Lease time.Duration
+	// Credentials, when set, gives the environment_variable credentials of
+	// a session's vaults: their placeholders go into the environment of
+	// every tool call (the egress proxy substitutes the values).
+	Credentials EnvCredentials
 	// ToolLimits bound each built-in tool call.
 	ToolLimits tools.Limits
 	// MaxSteps bounds model calls per turn (default 100).

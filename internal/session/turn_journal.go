@@ -91,10 +91,14 @@ func (w *worker) journalledTool(ctx context.Context, ts *turnState, cl *call, st
 // execTool asks the guest to run the call under its op id; a bash call
 // with run_in_background starts a background task instead.
 func (w *worker) execTool(ctx context.Context, ts *turnState, cl *call, sbID, opID string) (*guest.ToolResult, error) {
-	if cmd, ok := tools.Background(cl.name, cl.input); ok {
-		return w.startBackground(ctx, ts, sbID, opID, cmd)
+	env, err := w.toolEnv(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return tools.Run(ctx, w.r.cfg.Sandboxes, ts.s.TenantID, sbID, cl.name, cl.input, w.r.cfg.ToolLimits, opID)
+	if cmd, ok := tools.Background(cl.name, cl.input); ok {
+		return w.startBackground(ctx, ts, sbID, opID, cmd, env)
+	}
+	return tools.RunEnv(ctx, w.r.cfg.Sandboxes, ts.s.TenantID, sbID, cl.name, cl.input, w.r.cfg.ToolLimits, opID, env)
 }
 
 // recoverTool decides a call the journal shows started and not completed.
@@ -117,7 +121,11 @@ func (w *worker) recoverTool(ctx context.Context, ts *turnState, cl *call, sbID,
 			return st.Result.Tool, nil
 		case guest.OpStateUnknown:
 			// Never accepted, so it never ran: run it now.
-			res, err := tools.Run(ctx, r.cfg.Sandboxes, ts.s.TenantID, sbID, cl.name, cl.input, r.cfg.ToolLimits, opID)
+			env, err := w.toolEnv(ctx)
+			if err != nil {
+				return nil, err
+			}
+			res, err := tools.RunEnv(ctx, r.cfg.Sandboxes, ts.s.TenantID, sbID, cl.name, cl.input, r.cfg.ToolLimits, opID, env)
 			if errors.Is(err, guest.ErrOpExists) {
 				continue
 			}
@@ -131,4 +139,33 @@ func (w *worker) recoverTool(ctx context.Context, ts *turnState, cl *call, sbID,
 		}
 	}
 	return nil, ctx.Err()
+}
+
+// toolEnv is the extra environment of the session's next tool call: each
+// environment_variable credential of its vaults, as the variable holding
+// its placeholder. Read at every call, so a vault_ids update applies from
+// the next one.
+func (w *worker) toolEnv(ctx context.Context) (map[string]string, error) {
+	if w.r.cfg.Credentials == nil {
+		return nil, nil
+	}
+	s, err := w.r.cfg.Store.GetManagedSession(ctx, w.id)
+	if err != nil {
+		return nil, err
+	}
+	ids := SessionVaultIDs(s)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	creds, err := w.r.cfg.Credentials.EnvCredentials(ctx, s.TenantID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("the session's vault credentials: %w", err)
+	}
+	env := make(map[string]string, len(creds))
+	for _, c := range creds {
+		if _, dup := env[c.EnvVar]; !dup { // the first vault in vault_ids wins
+			env[c.EnvVar] = c.Placeholder
+		}
+	}
+	return env, nil
 }

@@ -124,6 +124,7 @@ type AuditRecord struct {
 type ListAuditParams struct {
 	TenantID string
 	Kind     string // "" = every kind
+	Subject  string // "" = every subject
 	AfterID  string
 	Limit    int
 }

@@ -41,11 +41,11 @@ func markedShell(opID, command string) string { return ": " + opID + "; " + comm
 
 // StartBackground starts a background command in the sandbox's guest,
 // capped at BackgroundCap, marked with opID.
-func StartBackground(ctx context.Context, sb Sandboxes, tenantID, sandboxID, opID, command string) (*guest.ProcessInfo, error) {
+func StartBackground(ctx context.Context, sb Sandboxes, tenantID, sandboxID, opID, command string, env map[string]string) (*guest.ProcessInfo, error) {
 	var info *guest.ProcessInfo
 	err := sb.Client(ctx, tenantID, sandboxID, func(c *guest.Client) error {
 		var err error
-		info, err = c.StartProcess(ctx, guest.ExecRequest{Shell: markedShell(opID, command), TimeoutMS: BackgroundCap.Milliseconds()})
+		info, err = c.StartProcess(ctx, guest.ExecRequest{Shell: markedShell(opID, command), Env: env, TimeoutMS: BackgroundCap.Milliseconds()})
 		return err
 	})
 	return info, err

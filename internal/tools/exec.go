@@ -28,11 +28,17 @@ type Limits struct {
 // stays readable through OpStatus; the guest refuses the same op id twice
 // (guest.ErrOpExists).
 func Run(ctx context.Context, sb Sandboxes, tenantID, sandboxID, name string, input json.RawMessage, lim Limits, opID string) (*guest.ToolResult, error) {
+	return RunEnv(ctx, sb, tenantID, sandboxID, name, input, lim, opID, nil)
+}
+
+// RunEnv is Run with extra environment for the tool's processes (a
+// session's credential placeholders; guest.ToolRequest.Env).
+func RunEnv(ctx context.Context, sb Sandboxes, tenantID, sandboxID, name string, input json.RawMessage, lim Limits, opID string, env map[string]string) (*guest.ToolResult, error) {
 	var res *guest.ToolResult
 	err := sb.Client(ctx, tenantID, sandboxID, func(c *guest.Client) error {
 		var err error
 		res, err = c.RunTool(ctx, name, guest.ToolRequest{
-			Input: input, TimeoutMS: lim.Timeout.Milliseconds(), MaxOutputBytes: lim.MaxOutputBytes, OpID: opID,
+			Input: input, TimeoutMS: lim.Timeout.Milliseconds(), MaxOutputBytes: lim.MaxOutputBytes, OpID: opID, Env: env,
 		})
 		return err
 	})

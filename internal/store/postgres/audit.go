@@ -42,8 +42,8 @@ func (s *Store) ListAudit(ctx context.Context, p store.ListAuditParams) ([]*stor
 		limit = &p.Limit
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, tenant_id, kind, subject, data, at FROM audit
-		WHERE tenant_id = $1 AND ($2::text = '' OR kind = $2) AND id > $3 ORDER BY id LIMIT $4`,
-		p.TenantID, p.Kind, p.AfterID, limit)
+		WHERE tenant_id = $1 AND ($2::text = '' OR kind = $2) AND ($5::text = '' OR subject = $5) AND id > $3 ORDER BY id LIMIT $4`,
+		p.TenantID, p.Kind, p.AfterID, limit, p.Subject)
 	if err != nil {
 		return nil, mapErr("list audit", err)
 	}

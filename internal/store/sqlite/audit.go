@@ -45,8 +45,8 @@ func (s *Store) ListAudit(ctx context.Context, p store.ListAuditParams) ([]*stor
 		limit = p.Limit
 	}
 	rows, err := s.read.QueryContext(ctx, `SELECT id, tenant_id, kind, subject, data, at FROM audit
-		WHERE tenant_id = ? AND (? = '' OR kind = ?) AND id > ? ORDER BY id LIMIT ?`,
-		p.TenantID, p.Kind, p.Kind, p.AfterID, limit)
+		WHERE tenant_id = ? AND (? = '' OR kind = ?) AND (? = '' OR subject = ?) AND id > ? ORDER BY id LIMIT ?`,
+		p.TenantID, p.Kind, p.Kind, p.Subject, p.Subject, p.AfterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list audit: %w", err)
 	}

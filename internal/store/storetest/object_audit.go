@@ -57,6 +57,11 @@ func testAuditAppendList(e *objEnv) {
 		e.t.Fatalf("record without data read back %s", all[1].Data)
 	}
 	objSameList(e.t, "tenant a, AlarmFailed", auditIDs(e.audit(store.ListAuditParams{TenantID: "tnt_a", Kind: "AlarmFailed"})), "aud_zzzz")
+	other := store.AuditRecord{TenantID: "tnt_a", Kind: "AlarmFailed", Subject: "counter/user-2"}
+	mustOK(e.t, e.s.AppendAudit(e.ctx, &other), "AppendAudit another subject")
+	objSameList(e.t, "tenant a, subject counter/user-1", auditIDs(e.audit(store.ListAuditParams{TenantID: "tnt_a", Subject: "counter/user-1"})), r.ID, "aud_zzzz")
+	objSameList(e.t, "tenant a, AlarmFailed about counter/user-2", auditIDs(e.audit(store.ListAuditParams{TenantID: "tnt_a", Kind: "AlarmFailed", Subject: "counter/user-2"})), other.ID)
+	equal(e.t, "tenant b, subject counter/user-1", len(e.audit(store.ListAuditParams{TenantID: "tnt_b", Subject: "counter/user-1"})), 0)
 	equal(e.t, "tenant b records", len(e.audit(store.ListAuditParams{TenantID: "tnt_b"})), 1)
 	equal(e.t, "unknown tenant records", len(e.audit(store.ListAuditParams{TenantID: "tnt_c"})), 0)
 }
