@@ -131,3 +131,33 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
+
+// A call's Env (a session's credential placeholders) is the shell's
+// environment from that call on; a change starts a fresh shell with it,
+// and the same Env keeps the shell (and its state).
+func TestToolEnvAppliesFromTheNextCall(t *testing.T) {
+	c, _ := startGuest(t, nil)
+	defer closeShell(t, c)
+	run := func(env map[string]string, cmd string) string {
+		t.Helper()
+		raw, _ := json.Marshal(map[string]any{"command": cmd})
+		res, err := c.RunTool(context.Background(), "bash", ToolRequest{Input: raw, Env: env})
+		if err != nil || res.IsError {
+			t.Fatalf("bash %q: %+v %v", cmd, res, err)
+		}
+		return strings.TrimSpace(res.Content)
+	}
+	one := map[string]string{"API_TOKEN": "placeholder-1"}
+	if got := run(one, "SHELLVAR=kept; echo $API_TOKEN"); got != "placeholder-1" {
+		t.Fatalf("API_TOKEN = %q, want placeholder-1", got)
+	}
+	if got := run(one, "echo $SHELLVAR"); got != "kept" {
+		t.Fatalf("the same env restarted the shell: SHELLVAR = %q", got)
+	}
+	if got := run(map[string]string{"API_TOKEN": "placeholder-2"}, "echo $API_TOKEN"); got != "placeholder-2" {
+		t.Fatalf("API_TOKEN after a change = %q, want placeholder-2", got)
+	}
+	if got := run(nil, "echo [$API_TOKEN]"); got != "[]" {
+		t.Fatalf("API_TOKEN after removal = %q, want unset", got)
+	}
+}
