@@ -44,6 +44,8 @@ type Config struct {
 	Models map[string]ModelConfig `toml:"models"`
 	// Monitor is the sandbox monitor of agent tasks (seed 001).
 	Monitor MonitorConfig `toml:"monitor"`
+	// Egress is the egress proxy.
+	Egress EgressConfig `toml:"egress"`
 }
 
 // SandboxConfig holds the sandbox layer's defaults; a sandbox's own fields

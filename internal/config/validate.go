@@ -106,5 +106,6 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateObjects()...)
 	errs = append(errs, c.validateModels()...)
 	errs = append(errs, c.validateMonitor()...)
+	errs = append(errs, c.validateEgress()...)
 	return errors.Join(errs...)
 }
