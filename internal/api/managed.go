@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/agentkernel/agentkernel/internal/vault"
 )
 
 // SessionRunner runs the turns of Managed Agents sessions. The API only
@@ -35,6 +36,8 @@ type ManagedOptions struct {
 	// SandboxNetwork is the daemon's default sandbox network ([sandbox]
 	// network; "" is none): environments report it as their networking.
 	SandboxNetwork string
+	// Vaults serves /v1/vaults when set (the store must hold vaults too).
+	Vaults *vault.Service
 }
 
 // managed holds the Managed Agents handlers' dependencies.
@@ -78,6 +81,10 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", a(m.listEvents))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/events", a(s.noQuery(m.sendEvents)))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", a(m.streamEvents))
+
+	if vst, ok := o.Store.(store.VaultStore); ok && o.Vaults != nil {
+		s.registerVaultRoutes(m, vst, o.Vaults)
+	}
 }
 
 func (m *managed) now() time.Time { return time.Now().UTC() }

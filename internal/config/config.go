@@ -44,6 +44,15 @@ type Config struct {
 	Models map[string]ModelConfig `toml:"models"`
 	// Monitor is the sandbox monitor of agent tasks (seed 001).
 	Monitor MonitorConfig `toml:"monitor"`
+	// Vault is where the keys that seal vault credentials live.
+	Vault VaultConfig `toml:"vault"`
+}
+
+// VaultConfig configures the vault's key file.
+type VaultConfig struct {
+	// KeyFile holds the keys vault secrets are sealed with (default
+	// $AGENTKERNEL_HOME/vault.keys, created 0600 on first start).
+	KeyFile string `toml:"key_file"`
 }
 
 // SandboxConfig holds the sandbox layer's defaults; a sandbox's own fields
@@ -221,6 +230,14 @@ func (c *Config) SandboxLimits() sandbox.LimitPolicy {
 		Default: sandbox.Limits{MemoryMB: sb.MemoryMB, Pids: sb.Pids, CPUs: sb.CPUs},
 		Max:     sandbox.Limits{MemoryMB: sb.MaxMemoryMB, Pids: sb.MaxPids, CPUs: sb.MaxCPUs},
 	}
+}
+
+// VaultKeyFile is the vault's key file after defaults are applied.
+func (c *Config) VaultKeyFile() string {
+	if c.Vault.KeyFile != "" {
+		return c.Vault.KeyFile
+	}
+	return filepath.Join(c.Home, "vault.keys")
 }
 
 // AdminKeyPath is where serve writes the admin key on first start.
