@@ -17,9 +17,11 @@ import (
 )
 
 // managedBodies are the SDK types TestEveryManagedFieldWorksOrIsRefused
-// walks, by the name internal/api gives them.
+// (and, for vaults, TestEveryVaultFieldWorksOrIsRefused) walks, by the
+// name internal/api gives them.
 var managedBodies = []string{"BetaAgentNewParams", "BetaAgentUpdateParams", "BetaEnvironmentNewParams",
-	"BetaEnvironmentUpdateParams", "BetaSessionNewParams", "BetaSessionUpdateParams", "BetaSessionEventSendParams"}
+	"BetaEnvironmentUpdateParams", "BetaSessionNewParams", "BetaSessionUpdateParams", "BetaSessionEventSendParams",
+	"BetaVaultNewParams", "BetaVaultUpdateParams", "BetaVaultCredentialNewParams", "BetaVaultCredentialUpdateParams"}
 
 // TestEveryRequestFieldWorksOrIsRefused does for agentkernel's own request
 // bodies what TestEveryManagedFieldWorksOrIsRefused does for the Managed

@@ -43,6 +43,10 @@ var requestBodies = map[string]any{
 	"POST /v1/sessions":                          ManagedBody("BetaSessionNewParams"),
 	"POST /v1/sessions/{id}":                     ManagedBody("BetaSessionUpdateParams"),
 	"POST /v1/sessions/{id}/events":              ManagedBody("BetaSessionEventSendParams"),
+	"POST /v1/vaults":                            ManagedBody("BetaVaultNewParams"),
+	"POST /v1/vaults/{id}":                       ManagedBody("BetaVaultUpdateParams"),
+	"POST /v1/vaults/{id}/credentials":           ManagedBody("BetaVaultCredentialNewParams"),
+	"POST /v1/vaults/{id}/credentials/{cid}":     ManagedBody("BetaVaultCredentialUpdateParams"),
 }
 
 // RequestBodies returns a copy of requestBodies, keyed by route pattern.

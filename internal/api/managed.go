@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/agentkernel/agentkernel/internal/vault"
 )
 
 // SessionRunner runs the turns of Managed Agents sessions. The API only
@@ -36,8 +37,9 @@ type ManagedOptions struct {
 	// none, egress or host; "" is egress): the ceiling of what an
 	// environment's networking may allow.
 	SandboxNetwork string
-	// Vaults checks a session's vault_ids; nil refuses any.
-	Vaults VaultChecker
+	// Vaults serves /v1/vaults when set (the store must hold vaults too);
+	// without it a session's vault_ids are refused.
+	Vaults *vault.Service
 }
 
 // VaultChecker is what sessions need of the vaults (*vault.Service).
@@ -60,7 +62,10 @@ type managed struct {
 }
 
 func (s *Server) registerManagedRoutes(o *ManagedOptions) {
-	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork, vaults: o.Vaults}
+	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork}
+	if o.Vaults != nil {
+		m.vaults = o.Vaults
+	}
 	if m.maxEvBy <= 0 {
 		m.maxEvBy = 256 << 10
 	}
@@ -89,6 +94,10 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", a(m.listEvents))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/events", a(s.noQuery(m.sendEvents)))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", a(m.streamEvents))
+
+	if vst, ok := o.Store.(store.VaultStore); ok && o.Vaults != nil {
+		s.registerVaultRoutes(m, vst, o.Vaults)
+	}
 }
 
 func (m *managed) now() time.Time { return time.Now().UTC() }

@@ -21,8 +21,8 @@ import (
 
 var packageManagers = []string{"apt", "cargo", "gem", "go", "npm", "pip"}
 
-// maxAllowedHosts bounds config.networking.allowed_hosts.
-const maxAllowedHosts = 256
+// maxEnvAllowedHosts bounds config.networking.allowed_hosts.
+const maxEnvAllowedHosts = 256
 
 // envNetwork is the network mode the environment's sandboxes get.
 func (m *managed) envNetwork(d envDoc) string {
@@ -132,8 +132,8 @@ func (m *managed) checkNetworking(n obj, d envDoc) (*session.Networking, error) 
 		if err != nil {
 			return nil, err
 		}
-		if len(hosts) > maxAllowedHosts {
-			return nil, BadRequest("field %q has %d entries; the limit is %d", n.field("allowed_hosts"), len(hosts), maxAllowedHosts)
+		if len(hosts) > maxEnvAllowedHosts {
+			return nil, BadRequest("field %q has %d entries; the limit is %d", n.field("allowed_hosts"), len(hosts), maxEnvAllowedHosts)
 		}
 		parsed, err := egress.ParseHosts(hosts)
 		var he *egress.IndexedHostError

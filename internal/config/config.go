@@ -46,6 +46,15 @@ type Config struct {
 	Monitor MonitorConfig `toml:"monitor"`
 	// Egress is the egress proxy.
 	Egress EgressConfig `toml:"egress"`
+	// Vault is where the keys that seal vault credentials live.
+	Vault VaultConfig `toml:"vault"`
+}
+
+// VaultConfig configures the vault's key file.
+type VaultConfig struct {
+	// KeyFile holds the keys vault secrets are sealed with (default
+	// $AGENTKERNEL_HOME/vault.keys, created 0600 on first start).
+	KeyFile string `toml:"key_file"`
 }
 
 // SandboxConfig holds the sandbox layer's defaults; a sandbox's own fields
@@ -223,6 +232,14 @@ func (c *Config) SandboxLimits() sandbox.LimitPolicy {
 		Default: sandbox.Limits{MemoryMB: sb.MemoryMB, Pids: sb.Pids, CPUs: sb.CPUs},
 		Max:     sandbox.Limits{MemoryMB: sb.MaxMemoryMB, Pids: sb.MaxPids, CPUs: sb.MaxCPUs},
 	}
+}
+
+// VaultKeyFile is the vault's key file after defaults are applied.
+func (c *Config) VaultKeyFile() string {
+	if c.Vault.KeyFile != "" {
+		return c.Vault.KeyFile
+	}
+	return filepath.Join(c.Home, "vault.keys")
 }
 
 // AdminKeyPath is where serve writes the admin key on first start.

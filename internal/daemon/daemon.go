@@ -27,6 +27,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/store/postgres"
 	"github.com/agentkernel/agentkernel/internal/store/sqlite"
+	"github.com/agentkernel/agentkernel/internal/vault"
 	"github.com/agentkernel/agentkernel/internal/version"
 )
 
@@ -46,6 +47,8 @@ type Daemon struct {
 	// events and runner serve the Managed Agents API (nil without it).
 	events *session.EventLog
 	runner *runnerSlot
+	// vaults keeps vault credentials (nil without Managed Agents storage).
+	vaults *vault.Service
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -137,6 +140,13 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 	managed, events, runner := newManagedAPI(st, log)
 	if events != nil {
 		managed.SandboxNetwork = cfg.Sandbox.Network
+		keys, err := vault.OpenKeyring(cfg.VaultKeyFile())
+		if err != nil {
+			d.closeStores()
+			return nil, err
+		}
+		d.vaults = vault.New(vault.Config{Store: st, Keys: keys, Log: log.With("component", "vault")})
+		managed.Vaults = d.vaults
 		d.events, d.runner = events, runner
 		d.AddService(events)
 		rt, err := newSessionRuntime(cfg, st, events, mgr, log)
@@ -191,6 +201,10 @@ func OpenStore(ctx context.Context, cfg config.Config) (store.Store, error) {
 // AddService registers a background service; Run starts it and shutdown
 // stops it, in reverse order of registration.
 func (d *Daemon) AddService(s Service) { d.services = append(d.services, s) }
+
+// Vaults returns the vault service (nil without Managed Agents storage):
+// the session layer asks it for credentials.
+func (d *Daemon) Vaults() *vault.Service { return d.vaults }
 
 // Sandboxes returns the sandbox manager.
 func (d *Daemon) Sandboxes() *sandbox.Manager { return d.sandboxes }

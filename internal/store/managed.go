@@ -104,6 +104,8 @@ type ListResourcesParams struct {
 	IncludeArchived bool
 	// AgentID filters sessions by agent (sessions only).
 	AgentID string
+	// VaultID names the vault whose credentials are listed (credentials only).
+	VaultID string
 	// Descending lists newest first.
 	Descending bool
 }

@@ -21,6 +21,7 @@ type Store interface {
 	OpStore
 	MonitorStore
 	BlobRefStore
+	VaultStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.

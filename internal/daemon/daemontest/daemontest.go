@@ -75,6 +75,13 @@ type Option func(*config.Config)
 // (or Postgres when engine is set by an option) and stops it at cleanup.
 func Start(t testing.TB, opts ...Option) *Daemon {
 	t.Helper()
+	return StartLogged(t, nil, opts...)
+}
+
+// StartLogged is Start with the daemon's log (debug level) written to w
+// as well, so a test can read everything the daemon logged.
+func StartLogged(t testing.TB, logTo io.Writer, opts ...Option) *Daemon {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Home = t.TempDir()
 	cfg.Listen = "127.0.0.1:0"
@@ -94,6 +101,9 @@ func Start(t testing.TB, opts ...Option) *Daemon {
 	var w io.Writer = io.Discard
 	if os.Getenv("AGENTKERNEL_TEST_LOG") != "" {
 		w = os.Stderr
+	}
+	if logTo != nil {
+		w = io.MultiWriter(w, logTo)
 	}
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
