@@ -110,12 +110,31 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		d.closeStores()
 		return nil, err
 	}
-	mgr, closers, err := newSandboxManager(cfg, st, blobs, gc, d.registry, log)
+	if _, ok := st.(store.ManagedStore); ok {
+		keys, err := vault.OpenKeyring(cfg.VaultKeyFile())
+		if err != nil {
+			d.closeStores()
+			return nil, err
+		}
+		d.vaults = vault.New(vault.Config{Store: st, Keys: keys, Log: log.With("component", "vault")})
+	}
+	proxy, audit, err := newEgress(cfg, st, d.vaults, d.registry, log)
 	if err != nil {
 		d.closeStores()
 		return nil, err
 	}
-	d.sandboxes, d.closers = mgr, closers
+	if audit != nil {
+		// Registered first, so it stops last: sandboxes and the proxy's
+		// connections end before the queue is drained.
+		d.AddService(audit)
+		d.closers = append(d.closers, proxy.Close)
+	}
+	mgr, closers, err := newSandboxManager(cfg, st, blobs, gc, proxy, d.registry, log)
+	if err != nil {
+		d.closeStores()
+		return nil, err
+	}
+	d.sandboxes, d.closers = mgr, append(d.closers, closers...)
 	objects, err := newObjectRuntime(cfg, st, mgr, blobs, gc, d.registry, log)
 	if err != nil {
 		d.closeStores()
@@ -140,16 +159,10 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 	managed, events, runner := newManagedAPI(st, log)
 	if events != nil {
 		managed.SandboxNetwork = cfg.Sandbox.Network
-		keys, err := vault.OpenKeyring(cfg.VaultKeyFile())
-		if err != nil {
-			d.closeStores()
-			return nil, err
-		}
-		d.vaults = vault.New(vault.Config{Store: st, Keys: keys, Log: log.With("component", "vault")})
 		managed.Vaults = d.vaults
 		d.events, d.runner = events, runner
 		d.AddService(events)
-		rt, err := newSessionRuntime(cfg, st, events, mgr, log)
+		rt, err := newSessionRuntime(cfg, st, events, mgr, d.vaults, log)
 		if err != nil {
 			d.closeStores()
 			return nil, err

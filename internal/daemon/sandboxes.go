@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/blob"
 	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/egress"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/sandbox/docker"
 	"github.com/agentkernel/agentkernel/internal/sandbox/process"
@@ -20,7 +21,7 @@ import (
 // that cannot run here (no bwrap, no dockerd) are still registered: using
 // them answers 503 sandbox_unavailable with the reason, instead of the
 // daemon refusing to start.
-func newSandboxManager(cfg config.Config, st store.Store, blobs blob.Store, pins blob.Pinner, reg prometheus.Registerer, log *slog.Logger) (*sandbox.Manager, []func() error, error) {
+func newSandboxManager(cfg config.Config, st store.Store, blobs blob.Store, pins blob.Pinner, proxy *egress.Proxy, reg prometheus.Registerer, log *slog.Logger) (*sandbox.Manager, []func() error, error) {
 	guestBin := cfg.Sandbox.GuestBinary
 	if guestBin == "" {
 		exe, err := os.Executable()

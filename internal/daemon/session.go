@@ -11,12 +11,13 @@ import (
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/agentkernel/agentkernel/internal/vault"
 )
 
 // newSessionRuntime builds the runtime that runs Managed Agents turns:
 // models from [models], tools in sandboxes from the manager, events
 // through the API's event log.
-func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventLog, mgr *sandbox.Manager, log *slog.Logger) (*session.Runtime, error) {
+func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventLog, mgr *sandbox.Manager, vaults *vault.Service, log *slog.Logger) (*session.Runtime, error) {
 	routes := make([]model.Route, 0, len(cfg.Models))
 	for pattern, m := range cfg.Models {
 		routes = append(routes, model.Route{
@@ -42,6 +43,9 @@ func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventL
 	}
 	if mgr != nil {
 		rtCfg.Sandboxes = mgr
+	}
+	if vaults != nil {
+		rtCfg.Credentials = vaults
 	}
 	return session.NewRuntime(rtCfg)
 }
