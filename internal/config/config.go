@@ -71,7 +71,11 @@ type SandboxConfig struct {
 	// local socket).
 	DockerHost string   `toml:"docker_host"`
 	SleepAfter Duration `toml:"sleep_after"`
-	// Network is the default network mode: "none" or "host".
+	// Network is the sandboxes' network and the ceiling of what an
+	// environment may allow: "egress" (the default: only loopback, and the
+	// egress proxy, which lets out what the environment's networking
+	// allows and nothing for a sandbox of no session), "none" (no way out
+	// at all) or "host" (the host's network; implies allow_host_network).
 	Network string `toml:"network"`
 	// AllowHostNetwork lets a request or an environment ask for the host's
 	// network, which reaches everything the host reaches (the daemon's API
@@ -155,7 +159,7 @@ func Default() Config {
 			Driver:       "process",
 			DockerImage:  "agentkernel/sandbox:busybox",
 			SleepAfter:   Duration(5 * time.Minute),
-			Network:      "none",
+			Network:      sandbox.NetworkEgress,
 			MemoryMB:     sandbox.DefaultMemoryMB,
 			Pids:         sandbox.DefaultPids,
 			CPUs:         sandbox.DefaultCPUs,

@@ -84,9 +84,9 @@ func (c *Config) Validate() error {
 		add(&FieldError{Field: "sandbox.driver", Value: sb.Driver, Accepted: `"process" or "docker"`, Reason: "unknown driver"})
 	}
 	switch sb.Network {
-	case "none", "host":
+	case "none", "egress", "host":
 	default:
-		add(&FieldError{Field: "sandbox.network", Value: sb.Network, Accepted: `"none" or "host"`, Reason: "unknown network mode"})
+		add(&FieldError{Field: "sandbox.network", Value: sb.Network, Accepted: `"egress", "none" or "host"`, Reason: "unknown network mode"})
 	}
 	if sb.SleepAfter.D() < time.Second {
 		add(&FieldError{Field: "sandbox.sleep_after", Value: sb.SleepAfter.D().String(), Accepted: "a duration of at least 1s", Reason: "too short"})

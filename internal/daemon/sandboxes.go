@@ -46,7 +46,12 @@ func newSandboxManager(cfg config.Config, st store.Store, blobs blob.Store, pins
 		return nil, nil, fmt.Errorf("docker driver: %w", err)
 	}
 	drivers := map[string]sandbox.Driver{process.Name: proc, docker.Name: dock}
+	var eg sandbox.Egress
+	if proxy != nil {
+		eg = proxy
+	}
 	m, err := sandbox.NewManager(sandbox.ManagerConfig{
+		Egress:            eg,
 		Store:             st,
 		Blobs:             sandboxBlobs(cfg.Home, blobs),
 		BlobPins:          pins,

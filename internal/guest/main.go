@@ -54,6 +54,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.StateDir, "state-dir", cfg.StateDir, "directory for background process output")
 	fs.StringVar(&cfg.WorkDir, "workdir", cfg.WorkDir, "default cwd and base of relative paths")
 	fs.StringVar(&cfg.ProxyTarget, "proxy-target", cfg.ProxyTarget, "where /proxy/ requests go")
+	fs.StringVar(&cfg.EgressListen, "egress-listen", "", "address in the sandbox to forward to the egress proxy (e.g. 127.0.0.1:3128)")
+	fs.StringVar(&cfg.EgressSocket, "egress-socket", "", "the egress proxy's unix socket")
+	fs.StringVar(&cfg.EgressCA, "egress-ca", "", "the egress proxy's CA certificate, appended to the trust store")
+	fs.StringVar(&cfg.CABundle, "ca-bundle", "", "where to write the trust store with the egress CA appended")
 	fs.Uint64Var(&cfg.ChildRlimitAS, "child-rlimit-as", 0, "RLIMIT_AS in bytes for every command (0: none)")
 	reapAll := fs.Bool("reap-all", os.Getpid() == 1, "reap every child (default when PID 1)")
 	if err := fs.Parse(args); err != nil {

@@ -44,6 +44,15 @@ type Config struct {
 	WorkDir string
 	// ProxyTarget is where /proxy/… goes (default http://127.0.0.1:9333).
 	ProxyTarget string
+	// EgressListen and EgressSocket, when set, run the egress forwarder:
+	// connections to EgressListen (the sandbox's loopback) go to the
+	// daemon's proxy at EgressSocket.
+	EgressListen string
+	EgressSocket string
+	// EgressCA and CABundle, when set, compose CABundle at start: the
+	// sandbox's system bundle with the proxy's CA (EgressCA) appended.
+	EgressCA string
+	CABundle string
 	// ReapAll makes the guest reap every child, as PID 1 must. Main sets it
 	// when the guest is PID 1.
 	ReapAll bool
@@ -181,6 +190,20 @@ func (s *Server) Serve(ctx context.Context) error {
 		return err
 	}
 	defer os.Remove(s.cfg.AgentSocketPath)
+	if s.cfg.EgressCA != "" && s.cfg.CABundle != "" {
+		if err := composeCABundle(s.cfg.EgressCA, s.cfg.CABundle); err != nil {
+			s.log.Warn("guest: the proxy's CA is not in the trust store; TLS to intercepted hosts will fail", "err", err)
+		}
+	}
+	if s.cfg.EgressListen != "" && s.cfg.EgressSocket != "" {
+		fwd, err := startEgress(s.cfg.EgressListen, s.cfg.EgressSocket, s.log)
+		if err != nil {
+			ln.Close()
+			agentLn.Close()
+			return err
+		}
+		defer fwd.Close()
+	}
 	var refusals refusalLog
 	daemonLn := &authListener{Listener: ln, secret: s.cfg.Secret, onFail: func(err error) {
 		if n, ok := refusals.note(s.cfg.Now()); ok {

@@ -65,7 +65,7 @@ type Mount struct {
 type Spec struct {
 	ID      string // e.g. sbx_…; unique, usable in names and labels
 	Image   string // driver-specific; "" = the driver's default
-	Network string // NetworkNone (default) or NetworkHost
+	Network string // NetworkNone (default), NetworkEgress or NetworkHost
 	Limits  Limits
 	// WorkspaceDir is the host directory mounted read-write at WorkspacePath.
 	WorkspaceDir string
@@ -87,9 +87,13 @@ type Spec struct {
 	Secret []byte
 	// GuestBinary is the host path of the static guest binary.
 	GuestBinary string
-	Env         map[string]string
-	Labels      map[string]string
-	Mounts      []Mount
+	// EgressDir, for a NetworkEgress sandbox, is the host directory the
+	// driver mounts read-only at EgressPath (the proxy's socket and CA);
+	// the driver runs the guest with EgressGuestFlags and EgressEnv.
+	EgressDir string
+	Env       map[string]string
+	Labels    map[string]string
+	Mounts    []Mount
 }
 
 // Handle identifies a started sandbox. State is opaque driver data that the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -58,8 +59,12 @@ type ManagerConfig struct {
 	// DefaultImages is the image per driver when a sandbox names none ("" =
 	// the driver's own default).
 	DefaultImages map[string]string
-	// DefaultNetwork is "none" unless configured.
+	// DefaultNetwork is the network of a sandbox that asks for none:
+	// NetworkNone unless configured.
 	DefaultNetwork string
+	// Egress is the egress proxy egress sandboxes reach out through; nil
+	// refuses NetworkEgress.
+	Egress Egress
 	// AllowHostNetwork lets a create ask for NetworkHost (the operator's
 	// [sandbox] allow_host_network); a DefaultNetwork of host implies it.
 	AllowHostNetwork bool
@@ -147,6 +152,9 @@ type entry struct {
 	// probedAt/probedGen cache the last successful marker probe.
 	probedAt  atomic.Int64
 	probedGen atomic.Int64
+	// egress is the listener the proxy serves for this sandbox while its
+	// instance runs (NetworkEgress only).
+	egress net.Listener
 }
 
 // NewManager builds a manager. It does not recover or reap until Recover
@@ -265,12 +273,16 @@ func (m *Manager) Resolve(ctx context.Context, p *CreateParams) (Limits, error) 
 	case "":
 		p.Network = NetworkNone
 	case NetworkNone:
+	case NetworkEgress:
+		if m.cfg.Egress == nil {
+			return Limits{}, fmt.Errorf("%w: field \"network\": %q reaches out through the egress proxy, and this daemon runs none ([sandbox] network = %q allows no outbound traffic)", ErrInvalid, NetworkEgress, m.cfg.DefaultNetwork)
+		}
 	case NetworkHost:
 		if !m.HostNetworkAllowed() {
 			return Limits{}, fmt.Errorf("%w: %w", ErrInvalid, ErrHostNetwork)
 		}
 	default:
-		return Limits{}, fmt.Errorf("%w: network %q (accepted: %q or %q)", ErrInvalid, p.Network, NetworkNone, NetworkHost)
+		return Limits{}, fmt.Errorf("%w: network %q (accepted: %q, %q or %q)", ErrInvalid, p.Network, NetworkNone, NetworkEgress, NetworkHost)
 	}
 	// Before anything is recorded: a limit the guest cannot start under is
 	// a 400 now, not a sandbox stuck in warming until the probe gives up.

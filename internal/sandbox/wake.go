@@ -115,16 +115,21 @@ func (m *Manager) startDriver(ctx context.Context, e *entry, sb *store.Sandbox) 
 		return nil, err
 	}
 	mounts, env := m.hookMounts(sb)
+	egressDir, err := m.openEgress(e, sb)
+	if err != nil {
+		return nil, err
+	}
 	secret := guest.NewSecret()
 	h, err := d.Start(ctx, Spec{
 		ID: sb.ID, Image: sb.Image, Network: sb.Network, Limits: limits,
 		WorkspaceDir: m.workspaceDir(sb.ID), RuntimeDir: m.runtimeDir(sb.ID),
-		RunDir: run, GuestBinary: m.cfg.GuestBinary,
+		RunDir: run, GuestBinary: m.cfg.GuestBinary, EgressDir: egressDir,
 		Secret: secret,
 		Labels: map[string]string{"agentkernel.tenant": sb.TenantID},
 		Mounts: mounts, Env: env,
 	})
 	if err != nil {
+		e.closeEgress()
 		return nil, err
 	}
 	h.Secret = secret
@@ -184,6 +189,9 @@ func (m *Manager) attach(ctx context.Context, e *entry, sb *store.Sandbox) error
 		}
 		return err
 	}
+	if _, err := m.openEgress(e, sb); err != nil {
+		return err
+	}
 	m.setClient(e, d, &h)
 	return nil
 }
@@ -206,6 +214,7 @@ func (m *Manager) setClient(e *entry, d Driver, h *Handle) {
 
 // dropClient forgets the entry's client (the instance is stopping).
 func (e *entry) dropClient() {
+	e.closeEgress()
 	if e.client != nil {
 		e.client.Close()
 	}

@@ -59,9 +59,17 @@ func buildCreate(spec sandbox.Spec, image string) (*createOptions, error) {
 	labels[LabelSandbox] = spec.ID
 	labels[LabelManaged] = "true"
 
-	env := make([]string, 0, len(spec.Env))
-	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
-		env = append(env, k+"="+spec.Env[k])
+	envs := spec.Env
+	if spec.EgressDir != "" {
+		envs = maps.Clone(spec.Env)
+		if envs == nil {
+			envs = map[string]string{}
+		}
+		maps.Copy(envs, sandbox.EgressEnv())
+	}
+	env := make([]string, 0, len(envs))
+	for _, k := range slices.Sorted(maps.Keys(envs)) {
+		env = append(env, k+"="+envs[k])
 	}
 
 	// Mounts (not Binds) so that a missing host path is an error instead of
@@ -75,6 +83,15 @@ func buildCreate(spec sandbox.Spec, image string) (*createOptions, error) {
 	if spec.RuntimeDir != "" {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: spec.RuntimeDir, Target: sandbox.RuntimePath})
 		cmd = append(cmd, "--runtime-dir", sandbox.RuntimePath)
+	}
+	if spec.EgressDir != "" {
+		// The container has no network at all (network mode none: only
+		// lo); its one way out is the daemon's egress proxy, whose socket
+		// the guest forwards to from the container's loopback — the same
+		// path as the process driver's, and stricter than an internal
+		// Docker network, which would still route to the host's bridge.
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: spec.EgressDir, Target: sandbox.EgressPath, ReadOnly: true})
+		cmd = append(cmd, sandbox.EgressGuestFlags()...)
 	}
 	for _, m := range spec.Mounts {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
@@ -147,12 +164,12 @@ func validateSpec(spec sandbox.Spec) error {
 
 func networkMode(n string) (string, error) {
 	switch n {
-	case "", sandbox.NetworkNone:
+	case "", sandbox.NetworkNone, sandbox.NetworkEgress:
 		return "none", nil
 	case sandbox.NetworkHost:
 		return "host", nil
 	default:
-		return "", fmt.Errorf("spec.Network %q: must be %q or %q", n, sandbox.NetworkNone, sandbox.NetworkHost)
+		return "", fmt.Errorf("spec.Network %q: must be %q, %q or %q", n, sandbox.NetworkNone, sandbox.NetworkEgress, sandbox.NetworkHost)
 	}
 }
 

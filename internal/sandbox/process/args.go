@@ -2,6 +2,7 @@ package process
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -61,7 +62,18 @@ func (d *Driver) bwrapArgs(spec sandbox.Spec, root string, guestFlags []string) 
 	if spec.Network != sandbox.NetworkHost {
 		a = append(a, "--unshare-net") // bwrap brings lo up
 	}
-	for _, kv := range env(spec.Env) {
+	envs := spec.Env
+	if spec.EgressDir != "" {
+		// Outbound only through the daemon's proxy, which the guest
+		// forwards to from the sandbox's own loopback: no route exists.
+		envs = maps.Clone(spec.Env)
+		if envs == nil {
+			envs = map[string]string{}
+		}
+		maps.Copy(envs, sandbox.EgressEnv())
+		guestFlags = append(guestFlags, sandbox.EgressGuestFlags()...)
+	}
+	for _, kv := range env(envs) {
 		a = append(a, "--setenv", kv[0], kv[1])
 	}
 	rootArgs, err := rootfsArgs(root)
@@ -80,6 +92,9 @@ func (d *Driver) bwrapArgs(spec sandbox.Spec, root string, guestFlags []string) 
 		"--ro-bind", spec.GuestBinary, sandbox.GuestBinaryPath,
 		"--tmpfs", guestStateDir,
 	)
+	if spec.EgressDir != "" {
+		a = append(a, "--ro-bind", spec.EgressDir, sandbox.EgressPath)
+	}
 	if spec.RuntimeDir != "" {
 		a = append(a, "--bind", spec.RuntimeDir, sandbox.RuntimePath)
 		guestFlags = append(guestFlags, "--runtime-dir", sandbox.RuntimePath)

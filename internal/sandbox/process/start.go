@@ -210,8 +210,8 @@ func (d *Driver) validate(spec sandbox.Spec) (root string, err error) {
 	if spec.ID == "" || strings.ContainsAny(spec.ID, "/\x00") || spec.ID == "." || spec.ID == ".." {
 		return "", fmt.Errorf("process driver: sandbox id %q must be non-empty without '/'", spec.ID)
 	}
-	if spec.Network != "" && spec.Network != sandbox.NetworkNone && spec.Network != sandbox.NetworkHost {
-		return "", fmt.Errorf("process driver: network %q: want %q or %q", spec.Network, sandbox.NetworkNone, sandbox.NetworkHost)
+	if spec.Network != "" && spec.Network != sandbox.NetworkNone && spec.Network != sandbox.NetworkEgress && spec.Network != sandbox.NetworkHost {
+		return "", fmt.Errorf("process driver: network %q: want %q, %q or %q", spec.Network, sandbox.NetworkNone, sandbox.NetworkEgress, sandbox.NetworkHost)
 	}
 	for field, dir := range map[string]string{"WorkspaceDir": spec.WorkspaceDir, "RunDir": spec.RunDir} {
 		if !filepath.IsAbs(dir) {
