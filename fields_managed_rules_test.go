@@ -132,7 +132,11 @@ func managedRules(w *managedWalker) []fieldRule {
 		rule(`^session\.(create|update) \.title$`).does(w.echoes(".title")),
 		rule(`^session\.(create|update) \.metadata$`).does(w.echoes(".metadata")),
 		notYet(`^session\.(create|update) \.budget`, "budget"),
-		notYet(`^session\.(create|update) \.vault_ids`, "vault_ids"),
+		// The session's vaults: their credentials reach the proxy and the
+		// tool environment (TestOutboundThroughTheSDK shows that).
+		rule(`^session\.(create|update) \.vault_ids\[\]$`).with(func(t *testing.T, c *fieldCase) any {
+			return w.post(t, "/v1/vaults", map[string]any{"display_name": "walk " + c.marker})["id"]
+		}).does(w.echoes(".vault_ids[0]")),
 		notYet(`^session\.create \.resources`, "resources"),
 		notYet(`^session\.update \.agent\.mcp_servers`, "agent.mcp_servers"),
 		rule(`^session\.create \.initial_events\[\]<OfUserMessage>(\.type|\.content\[\]<OfText>\.(text|type))$`).does(func(t *testing.T, c *fieldCase) {
@@ -226,10 +230,13 @@ func managedRules(w *managedWalker) []fieldRule {
 		rule(`^environment\.(create|update) \.config<OfCloud>\.type$`).does(w.echoes(".config.type")),
 		rule(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.type$`).does(w.echoes(".config.networking.type")),
 		rule(`^environment\.(create|update) \.config<OfCloud>\.packages\.type$`).does(w.echoes(".config.packages.type")),
-		notYet(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.allowed_hosts`, "config.networking.allowed_hosts"),
-		notYet(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.allow_mcp_servers`, "config.networking.allow_mcp_servers"),
-		notYet(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.allow_package_managers`, "config.networking.allow_package_managers"),
-		notYet(`^environment\.(create|update) \.config<OfCloud>\.networking<OfUnrestricted>`, "config.networking.type"),
+		// Networking is the egress proxy's policy for the environment's
+		// sessions: stored and returned here, enforced in
+		// TestOutboundThroughTheSDK and internal/session's resolver test.
+		rule(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.allowed_hosts\[\]$`).does(w.echoes(".config.networking.allowed_hosts[0]")),
+		rule(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.allow_mcp_servers$`).does(w.echoes(".config.networking.allow_mcp_servers")),
+		rule(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.allow_package_managers$`).does(w.echoes(".config.networking.allow_package_managers")),
+		rule(`^environment\.(create|update) \.config<OfCloud>\.networking<OfUnrestricted>\.type$`).does(w.echoes(".config.networking.type")),
 		notYet(`^environment\.(create|update) \.config<OfCloud>\.packages\.\w+\[\]$`, "config.packages."),
 		notYet(`^environment\.(create|update) \.config<OfSelfHosted>`, "config.type"),
 	}

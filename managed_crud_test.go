@@ -138,7 +138,7 @@ func TestManagedEnvironmentsThroughTheSDK(t *testing.T) {
 		t.Fatalf("update to unrestricted: %s %v", netEnv.RawJSON(), err)
 	}
 	for _, bad := range []struct{ host, says string }{
-		{"https://pypi.org", "is a URL"}, {"pypi.org/simple", "path"}, {"pypi.org:0", "port"}, {"", "empty"},
+		{"https://pypi.org", "a URL"}, {"pypi.org/simple", "path"}, {"pypi.org:0", "port"}, {"", "empty"},
 	} {
 		_, err = c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "bad", Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{
 			Networking: anthropic.BetaCloudConfigParamsNetworkingUnion{OfLimited: &anthropic.BetaLimitedNetworkParams{AllowedHosts: []string{"ok.example.com", bad.host}}}}}})
