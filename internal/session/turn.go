@@ -24,7 +24,7 @@ type turnState struct {
 	// server of the agent has none.
 	mcp     map[string]*mcp.Conn
 	mcpDown map[string]string
-	usage model.Usage
+	usage   model.Usage
 	// startSeq: interrupts at or before it were sent before the turn began
 	// and do not abort it.
 	startSeq   int64
