@@ -59,7 +59,7 @@ func mcpEnv(t *testing.T, srvURL string, opts ...func(*RuntimeConfig)) (*rtEnv, 
 
 // mcpSession creates an agent with server srv at url and the mcp_toolset
 // toolset (JSON), and a session with vault ids.
-func (e *rtEnv) mcpSession(t *testing.T, url, toolset string) *store.ManagedSession {
+func (e *rtEnv) mcpSession(t testing.TB, url, toolset string) *store.ManagedSession {
 	t.Helper()
 	ctx := context.Background()
 	doc := `{"name":"mcp","model":{"id":"claude-test"},"mcp_servers":[{"type":"url","name":"srv","url":"` + url + `"}],"tools":[` + toolset + `]}`
