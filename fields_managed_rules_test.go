@@ -16,6 +16,7 @@ import (
 // agent_with_overrides, or as a session update's agent.
 const agentFields = `^(?:agent\.(?:create|update) |session\.create \.agent<OfBetaManagedAgentsAgentWithOverridess>|session\.update \.agent)`
 const toolset = agentFields + `\.tools\[\]<OfAgentToolset20260401>`
+const mcpToolset = agentFields + `\.tools\[\]<OfMCPToolset>`
 
 func managedRules(w *managedWalker) []fieldRule {
 	notYet := func(re, mention string) fieldRule { return rule(re).refuse(mention) }
@@ -38,7 +39,6 @@ func managedRules(w *managedWalker) []fieldRule {
 		notYet(agentFields+`\.model\.inference_geo$`, "model.inference_geo"),
 		notYet(agentFields+`\.execution_identity<OfAWSRole>`, "execution_identity.type"),
 		rule(agentFields + `\.execution_identity<OfServiceAccount>\.type$`).does(w.echoesAgent(".execution_identity.type")),
-		notYet(agentFields+`\.mcp_servers`, "mcp_servers"),
 		notYet(agentFields+`\.multiagent`, "multiagent"),
 		notYet(agentFields+`\.skills`, "skills"),
 		rule(`^agent\.update \.version$`).with(1).does(func(t *testing.T, c *fieldCase) {
@@ -48,7 +48,18 @@ func managedRules(w *managedWalker) []fieldRule {
 			}
 		}),
 		// Tools.
-		notYet(agentFields+`\.tools\[\]<OfMCPToolset>`, "tools[0].type"),
+		// MCP servers and toolsets: a server and the toolset that uses it
+		// go together (mcpValue sends the other half), and the model is
+		// offered the server's echo tool as mcp__<server>__echo.
+		rule(agentFields + `\.mcp_servers\[\]\.(name|type|url)$`).with(w.mcpValue).does(w.seesMCPTool(true)),
+		rule(mcpToolset + `\.(type|mcp_server_name)$`).with(w.mcpValue).does(w.seesMCPTool(true)),
+		rule(mcpToolset + `\.(default_config|configs\[\])\.enabled$`).with(w.mcpValue).does(w.seesMCPTool(false)),
+		rule(mcpToolset + `\.configs\[\]\.name$`).with(w.mcpValue).does(func(t *testing.T, c *fieldCase) {
+			w.echoesAgent(".tools[0].configs[0].name")(t, c)
+		}),
+		rule(mcpToolset + `\.(default_config|configs\[\])\.permission_policy<OfAlwaysAsk>\.type$`).with(w.mcpValue).does(w.mcpPermission("ask")),
+		rule(mcpToolset + `\.(default_config|configs\[\])\.permission_policy<OfAlwaysAllow>\.type$`).with(w.mcpValue).does(w.mcpPermission("allow")),
+		notYet(mcpToolset+`\.(default_config|configs\[\])\.permission_policy<OfAuto>`, "permission_policy.type").with(w.mcpValue),
 		rule(toolset + `\.type$`).does(w.modelSees("the toolset", func(r anthropictest.Request, c *fieldCase) bool {
 			ts := toolsOf(r)
 			for _, n := range toolsetTools {
@@ -138,7 +149,6 @@ func managedRules(w *managedWalker) []fieldRule {
 			return w.post(t, "/v1/vaults", map[string]any{"display_name": "walk " + c.marker})["id"]
 		}).does(w.echoes(".vault_ids[0]")),
 		notYet(`^session\.create \.resources`, "resources"),
-		notYet(`^session\.update \.agent\.mcp_servers`, "agent.mcp_servers"),
 		rule(`^session\.create \.initial_events\[\]<OfUserMessage>(\.type|\.content\[\]<OfText>\.(text|type))$`).does(func(t *testing.T, c *fieldCase) {
 			out := ok(t, c)
 			if out == nil {

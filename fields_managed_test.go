@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
+	"github.com/agentkernel/agentkernel/internal/mcp/mcptest"
 	"github.com/agentkernel/agentkernel/internal/model/anthropictest"
 )
 
@@ -67,11 +68,14 @@ type managedWalker struct {
 	c     anthropic.Client
 	seq   atomic.Int64
 	envID string
+	// mcpURL is a real MCP server (one echo tool) agents may name.
+	mcpURL string
 }
 
 func newManagedWalker(t *testing.T) *managedWalker {
 	w := &managedWalker{}
 	w.fake = anthropictest.New(t, fakeModel)
+	w.mcpURL = mcptest.New(t, mcptest.Options{}).URL
 	w.d = daemontest.Start(t, func(c *config.Config) {
 		c.Models = map[string]config.ModelConfig{"walk-*": {Provider: "anthropic", BaseURL: w.fake.URL, APIKey: "sk-walk"}}
 	})
@@ -234,6 +238,12 @@ func (w *managedWalker) newCase(t *testing.T, body string, typ reflect.Type, l l
 			return []any{map[string]any{"type": "text", "text": c.marker}}, true
 		case strings.HasSuffix(p, ".result"):
 			return "deny", true
+		case strings.HasSuffix(p, ".mcp_servers[].url"):
+			return w.mcpURL, true
+		case strings.HasSuffix(p, ".mcp_servers[].name"), strings.HasSuffix(p, "<OfMCPToolset>.mcp_server_name"):
+			return "walksrv", true
+		case strings.HasSuffix(p, "<OfMCPToolset>.configs[].name"):
+			return "echo", true
 		}
 		if v, ok := c.state["fill"+p]; ok {
 			return v, true
@@ -283,6 +293,9 @@ func (w *managedWalker) newCase(t *testing.T, body string, typ reflect.Type, l l
 		for k, v := range top {
 			base[k] = v
 		}
+		if x, ok := c.state["extra"].(map[string]any); ok {
+			mergeJSON(base, x)
+		}
 		p := path
 		if p == "" {
 			p = "/v1/sessions/" + c.state["session"].(string) + "/events"
@@ -291,6 +304,27 @@ func (w *managedWalker) newCase(t *testing.T, body string, typ reflect.Type, l l
 		return w.do(t, method, p, base)
 	}
 	return c
+}
+
+// mergeJSON adds src to dst: objects merge, arrays append, anything else
+// is set where dst has nothing.
+func mergeJSON(dst, src map[string]any) {
+	for k, v := range src {
+		switch d := dst[k].(type) {
+		case map[string]any:
+			if s, ok := v.(map[string]any); ok {
+				mergeJSON(d, s)
+				continue
+			}
+		case []any:
+			if s, ok := v.([]any); ok {
+				dst[k] = append(d, s...)
+				continue
+			}
+		case nil:
+			dst[k] = v
+		}
+	}
 }
 
 // ok sends the case and requires a 200.
@@ -436,4 +470,81 @@ func (w *managedWalker) resumes(t *testing.T, c *fieldCase, see func(b anthropic
 		}
 	}
 	t.Errorf("%s %s = %v: the model's last request has no matching tool result: %+v", c.body, c.leaf.path, c.value, reqs[len(reqs)-1].AllBlocks())
+}
+
+// mcpValue is the value of an MCP field, and sets up the rest of a valid
+// body: the toolset of a server (or the server of a toolset) in
+// state["extra"], and for a per-tool policy a toolset default that
+// differs from it, so the check sees the field's own effect.
+func (w *managedWalker) mcpValue(t *testing.T, c *fieldCase) any {
+	p := c.leaf.path
+	var v any
+	switch {
+	case strings.HasSuffix(p, ".mcp_servers[].url"):
+		v = w.mcpURL
+	case strings.Contains(p, ".mcp_servers[]") && strings.HasSuffix(p, ".type"):
+		v = "url"
+	case strings.HasSuffix(p, "<OfMCPToolset>.type"):
+		v = "mcp_toolset"
+	case strings.HasSuffix(p, ".mcp_servers[].name"), strings.HasSuffix(p, ".mcp_server_name"):
+		v = c.marker
+	case strings.HasSuffix(p, ".configs[].name"):
+		v = "echo"
+	case strings.HasSuffix(p, ".enabled"):
+		v = false
+	default:
+		_, after, _ := strings.Cut(p, "permission_policy<Of")
+		name, _, _ := strings.Cut(after, ">")
+		v = map[string]string{"AlwaysAsk": "always_ask", "AlwaysAllow": "always_allow", "Auto": "auto"}[name]
+	}
+	server := "walksrv"
+	if s, ok := v.(string); ok && (strings.HasSuffix(p, ".name") && strings.Contains(p, ".mcp_servers[]") || strings.HasSuffix(p, ".mcp_server_name")) {
+		server = s
+	}
+	c.state["mcp_server"] = server
+	other := map[string]any{"mcp_servers": []any{map[string]any{"type": "url", "name": server, "url": w.mcpURL}}}
+	if strings.Contains(p, ".mcp_servers[]") {
+		other = map[string]any{"tools": []any{map[string]any{"type": "mcp_toolset", "mcp_server_name": server}}}
+	}
+	if strings.HasPrefix(p, ".agent") {
+		other = map[string]any{"agent": other}
+	}
+	c.state["extra"] = other
+	if i := strings.Index(p, ".configs[].permission_policy"); i >= 0 {
+		def := "always_allow"
+		if v == "always_allow" {
+			def = "always_ask"
+		}
+		c.state["fill"+p[:i]+".default_config"] = map[string]any{"permission_policy": map[string]any{"type": def}}
+	}
+	return v
+}
+
+// seesMCPTool checks whether the model is offered the MCP server's tool.
+func (w *managedWalker) seesMCPTool(want bool) func(*testing.T, *fieldCase) {
+	return w.modelSees("the MCP server's echo tool (or not)", func(r anthropictest.Request, c *fieldCase) bool {
+		return (toolsOf(r)["mcp__"+c.state["mcp_server"].(string)+"__echo"] != nil) == want
+	})
+}
+
+// mcpPermission checks that a call of the MCP tool is evaluated as perm.
+func (w *managedWalker) mcpPermission(perm string) func(*testing.T, *fieldCase) {
+	return func(t *testing.T, c *fieldCase) {
+		out := ok(t, c)
+		if out == nil {
+			return
+		}
+		s := w.sessionOf(t, c, out)
+		server := c.state["mcp_server"].(string)
+		evs := w.say(t, s, "call:mcp__"+server+"__echo "+c.marker)
+		for _, e := range evs {
+			if e["type"] == "agent.mcp_tool_use" && e["mcp_server_name"] == server {
+				if e["evaluated_permission"] != perm {
+					t.Errorf("%s %s: the MCP tool ran with permission %v, want %s", c.body, c.leaf.path, e["evaluated_permission"], perm)
+				}
+				return
+			}
+		}
+		t.Errorf("%s %s: no agent.mcp_tool_use of %s in %v", c.body, c.leaf.path, server, evs)
+	}
 }

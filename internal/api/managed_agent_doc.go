@@ -84,6 +84,18 @@ func applyAgentFields(in obj, d *agentDoc, create bool) error {
 		}
 		d.Tools = tools
 	}
+	if in.has("mcp_servers") {
+		servers, err := normalizeMCPServers(in)
+		if err != nil {
+			return err
+		}
+		d.MCPServers = servers
+	}
+	if create || in.has("tools") || in.has("mcp_servers") {
+		if err := checkMCPRefs(in, d); err != nil {
+			return err
+		}
+	}
 	if err := refuseAgentExtras(in); err != nil {
 		return err
 	}
@@ -116,7 +128,6 @@ func applyAgentFields(in obj, d *agentDoc, create bool) error {
 // they are left out, or what clears them) are accepted and stored as such.
 func refuseAgentExtras(in obj) error {
 	return firstErr(
-		in.notYetUnlessEmpty("mcp_servers", "agentkernel connects to no MCP servers yet; send [] or leave it out"),
 		in.notYetUnlessEmpty("skills", "agentkernel loads no skills yet; send [] or leave it out"),
 		in.notYetUnlessEmpty("multiagent", "sessions run one agent; send null or leave it out"),
 	)

@@ -35,6 +35,7 @@ func normalizeTools(in obj) (json.RawMessage, error) {
 	}
 	out := make([]map[string]any, 0, len(tools))
 	names := map[string]string{} // tool name → the field that defined it
+	mcpServers := map[string]bool{}
 	for _, t := range tools {
 		typ, err := t.reqStr("type")
 		if err != nil {
@@ -51,11 +52,11 @@ func normalizeTools(in obj) (json.RawMessage, error) {
 			}
 			entry, err = normalizeToolset(t)
 		case mcpToolsetType:
-			return nil, t.notYet("type", "MCP toolsets need MCP servers, which agentkernel does not connect to yet")
+			entry, err = normalizeMCPToolset(t, mcpServers)
 		case customToolType:
 			entry, err = normalizeCustomTool(t, names)
 		default:
-			return nil, BadRequest("field %q: unknown tool type %q (want %s or %s)", t.field("type"), typ, toolsetType, customToolType)
+			return nil, BadRequest("field %q: unknown tool type %q (want %s, %s or %s)", t.field("type"), typ, toolsetType, mcpToolsetType, customToolType)
 		}
 		if err != nil {
 			return nil, err

@@ -46,6 +46,7 @@ func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventL
 	}
 	if vaults != nil {
 		rtCfg.Credentials = vaults
+		rtCfg.MCPAuth = vaults
 	}
 	return session.NewRuntime(rtCfg)
 }

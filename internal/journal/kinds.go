@@ -14,10 +14,12 @@ const (
 	// KindOutboundCall is one HTTP call to a third party made on the
 	// agent's behalf (vault-bearing or paid APIs, webhooks).
 	KindOutboundCall = "outbound_call"
+	// KindMCPCall is one tools/call to an agent's MCP server.
+	KindMCPCall = "mcp_call"
 )
 
 // Kinds lists every op kind; OpID refuses any other.
-var Kinds = []string{KindModelRequest, KindToolExec, KindOutboundCall}
+var Kinds = []string{KindModelRequest, KindToolExec, KindOutboundCall, KindMCPCall}
 
 // RecoveryRules says, per kind, what recovery does with an op it finds in
 // the journal. For every kind: op_completed → the recorded result is
@@ -36,4 +38,8 @@ var RecoveryRules = map[string]string{
 		"Started, not completed: if the upstream takes an idempotency key, resend with the op id " +
 		"as the key and let it collapse the duplicate; otherwise ambiguous: surface \"operation " +
 		"<op_id> may have executed; verify before retrying\" to the agent. Never a silent re-run.",
+	KindMCPCall: "completed: replay the recorded mcp_tool_result. " +
+		"Started, not completed: MCP has no idempotency key and the server keeps no record the " +
+		"daemon can ask, so the call is ambiguous: an mcp_tool_result error \"operation <op_id> " +
+		"may have executed; verify before retrying\", recorded as the op's result. Never a silent re-run.",
 }

@@ -13,6 +13,8 @@ type agentSpec struct {
 	Model  string
 	System string
 	Tools  *tools.Config
+	// MCPServers are the agent's MCP servers' URLs by name.
+	MCPServers map[string]string
 }
 
 // parseAgent reads an agent document. model is an object with an id (the
@@ -22,11 +24,18 @@ func parseAgent(a *store.Agent) (*agentSpec, error) {
 		Model  json.RawMessage `json:"model"`
 		System string          `json:"system"`
 		Tools  json.RawMessage `json:"tools"`
+		MCP    []struct {
+			Name string `json:"name"`
+			URL  string `json:"url"`
+		} `json:"mcp_servers"`
 	}
 	if err := json.Unmarshal(a.Doc, &doc); err != nil {
 		return nil, fmt.Errorf("agent %s: %w", a.ID, err)
 	}
-	spec := &agentSpec{System: doc.System}
+	spec := &agentSpec{System: doc.System, MCPServers: map[string]string{}}
+	for _, s := range doc.MCP {
+		spec.MCPServers[s.Name] = s.URL
+	}
 	var m struct {
 		ID string `json:"id"`
 	}

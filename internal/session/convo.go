@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/model"
 	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/agentkernel/agentkernel/internal/tools"
 )
 
 // convo is a session's conversation folded from its event log, the one
@@ -56,6 +57,10 @@ type call struct {
 	name    string
 	input   json.RawMessage
 	custom  bool
+	// mcp: a tool of an MCP server (agent.mcp_tool_use); server and tool
+	// are the agent's server name and the server's tool name.
+	mcp          bool
+	server, tool string
 	// ask: the tool waits for user.tool_confirmation; decision is "allow"
 	// or "deny" once it arrived.
 	ask         bool
@@ -82,6 +87,8 @@ type (
 		EvaluatedPermission string          `json:"evaluated_permission"`
 		ToolUseID           string          `json:"tool_use_id"`
 		CustomToolUseID     string          `json:"custom_tool_use_id"`
+		MCPToolUseID        string          `json:"mcp_tool_use_id"`
+		MCPServerName       string          `json:"mcp_server_name"`
 		IsError             bool            `json:"is_error"`
 		Result              string          `json:"result"`
 		DenyMessage         string          `json:"deny_message"`
@@ -162,9 +169,21 @@ func (c *convo) fold(ev store.SessionEvent) {
 		c.addAssistant(model.Block{Type: model.BlockToolUse, ID: ev.ID, Name: b.Name, Input: in})
 		c.open = append(c.open, &call{eventID: ev.ID, name: b.Name, input: in,
 			custom: ev.Type == EventAgentCustomToolUse, ask: b.EvaluatedPermission == "ask", index: c.toolUsesInLast() - 1})
+	case EventAgentMCPToolUse:
+		in := b.Input
+		if len(in) == 0 || string(in) == "null" {
+			in = json.RawMessage("{}")
+		}
+		c.addAssistant(model.Block{Type: model.BlockToolUse, ID: ev.ID, Name: tools.MCPName(b.MCPServerName, b.Name), Input: in})
+		c.open = append(c.open, &call{eventID: ev.ID, name: tools.MCPName(b.MCPServerName, b.Name), input: in,
+			mcp: true, server: b.MCPServerName, tool: b.Name, ask: b.EvaluatedPermission == "ask", index: c.toolUsesInLast() - 1})
 	case EventAgentToolResult:
 		if c.take(b.ToolUseID) != nil {
 			c.results = append(c.results, model.Block{Type: model.BlockToolResult, ToolUseID: b.ToolUseID, Content: joinText(b.Content), IsError: b.IsError})
+		}
+	case EventAgentMCPToolResult:
+		if c.take(b.MCPToolUseID) != nil {
+			c.results = append(c.results, model.Block{Type: model.BlockToolResult, ToolUseID: b.MCPToolUseID, Content: joinText(b.Content), IsError: b.IsError})
 		}
 	case EventUserCustomToolResult:
 		c.lastUserSeq = ev.Seq

@@ -20,6 +20,8 @@ const (
 	EventAgentToolUse         = "agent.tool_use"
 	EventAgentToolResult      = "agent.tool_result"
 	EventAgentCustomToolUse   = "agent.custom_tool_use"
+	EventAgentMCPToolUse      = "agent.mcp_tool_use"
+	EventAgentMCPToolResult   = "agent.mcp_tool_result"
 	EventStatusRunning        = "session.status_running"
 	EventStatusIdle           = "session.status_idle"
 	EventStatusRescheduled    = "session.status_rescheduled"

@@ -18,7 +18,10 @@ const (
 	// FailAfterToolExec: the guest ran the tool call and recorded its
 	// result; neither op_completed nor agent.tool_result is written.
 	FailAfterToolExec = "after-tool-exec"
+	// FailBeforeMCPCall: the MCP call is journalled (op_started); the
+	// request is not sent yet.
+	FailBeforeMCPCall = "before-mcp-call"
 )
 
 // Failpoints lists every failpoint, for the crash-test hook.
-var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailBeforeToolExec, FailAfterToolExec}
+var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailBeforeToolExec, FailAfterToolExec, FailBeforeMCPCall}

@@ -29,7 +29,7 @@ const StopRetriesExhausted = "retries_exhausted"
 // progressTypes are the events that show a turn moved: anything the model
 // or a tool produced. Status events and errors (recovery's own) are not.
 var progressTypes = []string{EventAgentMessage, EventAgentThinking, EventAgentToolUse, EventAgentToolResult,
-	EventAgentCustomToolUse, EventSpanModelStart, EventSpanModelEnd}
+	EventAgentCustomToolUse, EventAgentMCPToolUse, EventAgentMCPToolResult, EventSpanModelStart, EventSpanModelEnd}
 
 // sweepLoop recovers orphans at start and then every RecoverEvery.
 func (r *Runtime) sweepLoop(ctx context.Context) {

@@ -72,6 +72,14 @@ type RuntimeConfig struct {
 	MaxRecoveries int64
 	// BackgroundPoll is how often background tasks are polled (default 5s).
 	BackgroundPoll time.Duration
+	// MCPAuth gives the bearer token of each MCP server a turn connects to
+	// (the vault service); nil connects without one.
+	MCPAuth MCPAuthorizer
+	// MCPConnectTimeout bounds connecting to one MCP server and listing its
+	// tools (default 10s); MCPCallTimeout bounds one MCP tool call
+	// (default 60s).
+	MCPConnectTimeout time.Duration
+	MCPCallTimeout    time.Duration
 	// Failpoint, when set, is called at named points of a turn (crash
 	// tests hang the process there; see failpoints.go).
 	Failpoint func(name string)

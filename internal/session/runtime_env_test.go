@@ -37,7 +37,7 @@ type rtEnv struct {
 	fake *anthropictest.Server
 }
 
-func newRTEnv(t *testing.T, play func(anthropictest.Request) anthropictest.Turn, withSandbox bool) *rtEnv {
+func newRTEnv(t *testing.T, play func(anthropictest.Request) anthropictest.Turn, withSandbox bool, opts ...func(*RuntimeConfig)) *rtEnv {
 	t.Helper()
 	ctx := context.Background()
 	home := t.TempDir()
@@ -61,6 +61,9 @@ func newRTEnv(t *testing.T, play func(anthropictest.Request) anthropictest.Turn,
 	if withSandbox {
 		e.mgr = newManager(t, st, home)
 		cfg.Sandboxes = e.mgr
+	}
+	for _, o := range opts {
+		o(&cfg)
 	}
 	rt, err := NewRuntime(cfg)
 	if err != nil {

@@ -7,15 +7,24 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentkernel/agentkernel/internal/mcp"
 	"github.com/agentkernel/agentkernel/internal/model"
 	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/agentkernel/agentkernel/internal/tools"
 )
 
 // turnState is one turn's bookkeeping.
 type turnState struct {
 	s     *store.ManagedSession
 	agent *agentSpec
-	usage model.Usage
+	// tools are the turn's tools: the agent's, and its MCP servers' as
+	// listed when the turn began (see turn_mcp.go).
+	tools *tools.Config
+	// mcp are the turn's connections by server name; mcpDown says why a
+	// server of the agent has none.
+	mcp     map[string]*mcp.Conn
+	mcpDown map[string]string
+	usage   model.Usage
 	// startSeq: interrupts at or before it were sent before the turn began
 	// and do not abort it.
 	startSeq   int64
@@ -169,9 +178,7 @@ func (w *worker) notRunResults() []store.NewEvent {
 	var out []store.NewEvent
 	for _, cl := range w.conv.open {
 		if !cl.custom && !(cl.ask && cl.decision == "") {
-			out = append(out, newEvent(EventAgentToolResult, map[string]any{
-				"tool_use_id": cl.eventID, "content": textContent("Not run: the turn ended before this tool call ran."), "is_error": true,
-			}))
+			out = append(out, resultEvent(cl, textContent("Not run: the turn ended before this tool call ran."), true))
 		}
 	}
 	return out

@@ -23,11 +23,17 @@ func (w *worker) loop(ctx context.Context, ts *turnState) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	ts.agent = agent
+	ts.agent, ts.tools = agent, agent.Tools
 	prov, err := r.cfg.Models.Resolve(agent.Model)
 	if err != nil {
 		return nil, err
 	}
+	// The MCP servers are connected before anything runs: a call the user
+	// confirmed while the session was idle goes to its server too.
+	if err := w.connectMCP(ctx, ts); err != nil {
+		return nil, err
+	}
+	defer w.closeMCP(ts)
 	// A resumed turn first runs (or refuses) the tool calls the user
 	// confirmed.
 	if err := w.runDecided(ctx, ts); err != nil {
@@ -55,7 +61,7 @@ func (w *worker) loop(ctx context.Context, ts *turnState) (map[string]any, error
 	}
 	for n := 0; n < r.cfg.MaxSteps; n, step = n+1, step+1 {
 		req := &model.Request{Model: prov.Model, MaxTokens: prov.MaxTokens, System: agent.System,
-			Messages: w.conv.messages(), Tools: agent.Tools.Tools}
+			Messages: w.conv.messages(), Tools: ts.tools.Tools}
 		resp, err := w.modelCall(ctx, ts, prov.Provider, req, step)
 		if err != nil {
 			return nil, err
@@ -362,12 +368,15 @@ func (w *worker) blockEvent(ts *turnState, b model.Block) (store.NewEvent, bool)
 	case model.BlockToolUse:
 		input := map[string]any{}
 		_ = json.Unmarshal(b.Input, &input)
-		if ts.agent.Tools.Kind(b.Name) == tools.KindCustom {
+		if ts.tools.Kind(b.Name) == tools.KindCustom {
 			return newEvent(EventAgentCustomToolUse, map[string]any{"name": b.Name, "input": input}), true
 		}
 		perm := "allow"
-		if ts.agent.Tools.Asks(b.Name) {
+		if ts.tools.Asks(b.Name) {
 			perm = "ask"
+		}
+		if ref, ok := ts.tools.MCP(b.Name); ok {
+			return newEvent(EventAgentMCPToolUse, map[string]any{"name": ref.Tool, "mcp_server_name": ref.Server, "input": input, "evaluated_permission": perm}), true
 		}
 		return newEvent(EventAgentToolUse, map[string]any{"name": b.Name, "input": input, "evaluated_permission": perm}), true
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentkernel/agentkernel/internal/mcp"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/tools"
@@ -28,6 +29,7 @@ func (w *worker) runAllowed(ctx context.Context, ts *turnState, step int64) erro
 			text    string
 			isError bool
 			err     error
+			content []map[string]any
 		)
 		switch {
 		case cl.ask && cl.decision != "allow":
@@ -35,15 +37,23 @@ func (w *worker) runAllowed(ctx context.Context, ts *turnState, step int64) erro
 			if cl.denyMessage != "" {
 				text += " " + cl.denyMessage
 			}
-		case ts.agent.Tools.Kind(cl.name) != tools.KindBuiltin:
+		case cl.mcp:
+			var res *mcp.Result
+			if res, err = w.runMCP(ctx, ts, cl, step); err == nil {
+				content, isError = res.Content, res.IsError
+			}
+		case ts.tools.Kind(cl.name) != tools.KindBuiltin:
 			text, isError = fmt.Sprintf("Unknown tool %q: this agent has no such tool.", cl.name), true
 		default:
 			text, isError, err = w.runTool(ctx, ts, cl, step)
 		}
 		if err != nil && ctx.Err() != nil {
-			text, isError = "The tool call was interrupted.", true
+			text, isError, content = "The tool call was interrupted.", true, nil
 		}
-		ev := newEvent(EventAgentToolResult, map[string]any{"tool_use_id": cl.eventID, "content": textContent(text), "is_error": isError})
+		if content == nil {
+			content = textContent(text)
+		}
+		ev := resultEvent(cl, content, isError)
 		evs, aerr := w.r.cfg.Events.Append(context.WithoutCancel(ctx), w.id, []store.NewEvent{ev})
 		if aerr != nil {
 			return aerr

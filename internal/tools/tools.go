@@ -1,7 +1,8 @@
 // Package tools describes the tools a Managed Agents agent may call: the
 // built-in agent_toolset_20260401 set (bash, read, write, edit, glob, grep),
-// executed inside the session's sandbox by the guest, and the agent's
-// custom tools, answered by the client. It reads the agent's tool
+// executed inside the session's sandbox by the guest, the agent's custom
+// tools, answered by the client, and the tools of its MCP servers (an
+// mcp_toolset per server), called by the daemon. It reads the agent's tool
 // configuration (enabled tools and permission policies, as the SDK defines
 // them) and runs built-in tools through the sandbox layer.
 package tools
@@ -31,6 +32,7 @@ const (
 	KindUnknown = iota
 	KindBuiltin
 	KindCustom
+	KindMCP
 )
 
 // Names are the tools of agent_toolset_20260401, in the SDK's order.
@@ -61,9 +63,13 @@ func builtinSpecs() map[string]model.Tool {
 // Config is an agent's resolved tools.
 type Config struct {
 	// Tools are the definitions sent to the model, built-in first.
-	Tools  []model.Tool
-	kind   map[string]int
-	policy map[string]string
+	Tools []model.Tool
+	// MCPToolsets are the agent's mcp_toolset entries, in order; their
+	// tools join Tools for a turn through WithMCP.
+	MCPToolsets []MCPToolset
+	kind        map[string]int
+	policy      map[string]string
+	mcp         map[string]MCPRef
 }
 
 // Kind tells whether name is a built-in, a custom tool or unknown.
@@ -78,6 +84,7 @@ func (c *Config) Asks(name string) bool { return c.policy[name] == PolicyAlwaysA
 // BetaManagedAgentsAgentToolUnion).
 type agentTool struct {
 	Type          string          `json:"type"`
+	MCPServerName string          `json:"mcp_server_name"`
 	Name          string          `json:"name"`
 	Description   string          `json:"description"`
 	InputSchema   json.RawMessage `json:"input_schema"`
@@ -95,10 +102,11 @@ type policy struct {
 	Type string `json:"type"`
 }
 
-// Parse resolves an agent's "tools" array. Entries of other types (MCP
-// toolsets) are skipped: agentkernel does not serve them yet.
+// Parse resolves an agent's "tools" array. An mcp_toolset's tools are only
+// known once its server lists them: Parse keeps its configuration, and
+// WithMCP adds the tools for a turn.
 func Parse(raw json.RawMessage) (*Config, error) {
-	c := &Config{kind: map[string]int{}, policy: map[string]string{}}
+	c := &Config{kind: map[string]int{}, policy: map[string]string{}, mcp: map[string]MCPRef{}}
 	if len(raw) == 0 || string(raw) == "null" {
 		return c, nil
 	}
@@ -150,6 +158,11 @@ func Parse(raw json.RawMessage) (*Config, error) {
 			}
 			c.Tools = append(c.Tools, model.Tool{Name: e.Name, Description: e.Description, InputSchema: schema})
 			c.kind[e.Name] = KindCustom
+		case MCPToolsetType:
+			if e.MCPServerName == "" {
+				return nil, fmt.Errorf("agent tools: an mcp_toolset has no mcp_server_name")
+			}
+			c.MCPToolsets = append(c.MCPToolsets, parseMCPToolset(e))
 		}
 	}
 	return c, nil

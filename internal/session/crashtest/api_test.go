@@ -142,15 +142,16 @@ func checkTrajectory(t testing.TB, evs []event) {
 			t.Errorf("event %s listed twice", e.ID)
 		}
 		ids[e.ID] = true
-		if e.Type == "agent.tool_result" {
+		if e.Type == "agent.tool_result" || e.Type == "agent.mcp_tool_result" {
 			var b struct {
-				ToolUseID string `json:"tool_use_id"`
+				ToolUseID    string `json:"tool_use_id"`
+				MCPToolUseID string `json:"mcp_tool_use_id"`
 			}
 			_ = json.Unmarshal([]byte(e.Raw), &b)
-			results[b.ToolUseID]++
+			results[b.ToolUseID+b.MCPToolUseID]++
 		}
 	}
-	for _, e := range ofType(evs, "agent.tool_use") {
+	for _, e := range append(ofType(evs, "agent.tool_use"), ofType(evs, "agent.mcp_tool_use")...) {
 		if results[e.ID] != 1 {
 			t.Errorf("tool use %s has %d results", e.ID, results[e.ID])
 		}
