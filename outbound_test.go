@@ -6,7 +6,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -62,7 +61,9 @@ func TestOutboundThroughTheSDK(t *testing.T) {
 		{ToolUses: []anthropictest.ToolUse{{Name: "mcp__docs__echo", Input: map[string]any{"text": "hi"}}}},
 		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `curl -sS -m 20 -H "Authorization: Bearer $API_TOKEN" https://` + apiHost + `/; echo " [token=$API_TOKEN]"`}}}},
 		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": "curl -sS -m 20 http://" + otherHost + "/"}}}},
-		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `for s in ` + apiSecret + ` ` + mcpSecret + `; do
+		// Each secret in two halves, so the command (and its event) holds
+		// neither: only something in the sandbox could join them.
+		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `for s in ` + halves(apiSecret) + ` ` + halves(mcpSecret) + `; do
   env | grep -c "$s"
   cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' '\n' | grep -c "$s"
   grep -rIl "$s" /workspace /tmp /run /etc /.agentkernel 2>/dev/null
@@ -225,6 +226,9 @@ done; echo scan-done`}}}},
 	}
 }
 
+// halves is a shell word that expands to s without containing it.
+func halves(s string) string { return `"` + s[:len(s)/2] + `""` + s[len(s)/2:] + `"` }
+
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
@@ -239,5 +243,3 @@ func get(t *testing.T, url string) string {
 	b, _ := io.ReadAll(res.Body)
 	return string(b)
 }
-
-var _ = net.SplitHostPort
