@@ -102,3 +102,56 @@ func TestSandboxReachesOutOnlyThroughTheProxy(t *testing.T) {
 		t.Fatalf("the sandbox can write its egress directory: %+v", res)
 	}
 }
+
+// The docker driver gives a container the same single way out: no network
+// at all (only lo), and the proxy's socket forwarded by the guest.
+func TestDockerSandboxReachesOutOnlyThroughTheProxy(t *testing.T) {
+	requireDocker(t)
+	ctx := context.Background()
+	wide, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wide.Close()
+	go http.Serve(wide, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "outside") }))
+	_, port, _ := net.SplitHostPort(wide.Addr().String())
+
+	d := daemontest.Start(t)
+	c := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))
+	sb, err := c.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{Driver: "docker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Sandboxes.Delete(ctx, sb.ID)
+	run := func(cmd string) *agentkernel.ExecResult {
+		t.Helper()
+		res, err := c.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Command: cmd})
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		return res
+	}
+	if res := run("wc -l < /proc/net/dev"); strings.TrimSpace(res.Stdout) != "3" {
+		t.Fatalf("the container has interfaces beside lo: %+v", res)
+	}
+	// Through the proxy (the guest forwards 127.0.0.1:3128): it answers,
+	// and refuses a sandbox of no session. (busybox nc: the image's static
+	// wget crashes on name resolution.)
+	res := run(`printf 'GET http://127.0.0.1:` + port + `/ HTTP/1.0\r\n\r\n' | nc -w 10 127.0.0.1 3128`)
+	if !strings.Contains(res.Stdout, "403") || !strings.Contains(res.Stdout, "no network policy") || strings.Contains(res.Stdout, "outside") {
+		t.Fatalf("through the proxy: %+v", res)
+	}
+	// Around it: no route, to the host's loopback or its address.
+	for _, host := range []string{"127.0.0.1", hostIP(t)} {
+		if host == "" {
+			continue
+		}
+		res := run("echo x | nc -w 5 " + host + " " + port)
+		if res.ExitCode == 0 || strings.Contains(res.Stdout, "outside") {
+			t.Fatalf("a direct connect to %s got through: %+v", host, res)
+		}
+	}
+	if res := run("test -s /run/agentkernel/ca-certificates.crt && grep -c 'BEGIN CERTIFICATE' /run/agentkernel/ca-certificates.crt"); res.ExitCode != 0 {
+		t.Fatalf("no trust store with the proxy's CA: %+v", res)
+	}
+}
