@@ -16,6 +16,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 
+	"github.com/agentkernel/agentkernel"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
 	"github.com/agentkernel/agentkernel/internal/mcp/mcptest"
@@ -62,11 +63,13 @@ func TestOutboundThroughTheSDK(t *testing.T) {
 		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `curl -sS -m 20 -H "Authorization: Bearer $API_TOKEN" https://` + apiHost + `/; echo " [token=$API_TOKEN]"`}}}},
 		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": "curl -sS -m 20 http://" + otherHost + "/"}}}},
 		// Each secret in two halves, so the command (and its event) holds
-		// neither: only something in the sandbox could join them.
+		// neither, and grep reads the joined pattern from a pipe, so no
+		// process's command line holds it either: only something in the
+		// sandbox could.
 		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `for s in ` + halves(apiSecret) + ` ` + halves(mcpSecret) + `; do
-  env | grep -c "$s"
-  cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' '\n' | grep -c "$s"
-  grep -rIl "$s" /workspace /tmp /run /etc /.agentkernel 2>/dev/null
+  env | grep -cFf <(printf '%s\n' "$s")
+  cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' '\n' | grep -cFf <(printf '%s\n' "$s")
+  grep -rIlFf <(printf '%s\n' "$s") /workspace /tmp /run /etc /.agentkernel 2>/dev/null
 done; echo scan-done`}}}},
 		{Text: "All done."},
 	}
@@ -139,6 +142,22 @@ done; echo scan-done`}}}},
 	if len(s.VaultIDs) != 1 || s.VaultIDs[0] != v.ID {
 		t.Fatalf("session vault_ids %v", s.VaultIDs)
 	}
+	// Another tenant cannot name this vault: to it, it does not exist.
+	ak := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))
+	tn, err := ak.Tenants.Create(ctx, agentkernel.TenantCreateParams{Name: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ak.Keys.Create(ctx, agentkernel.KeyCreateParams{Name: "other", TenantID: tn.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc := sdkClient(d, key.Secret)
+	oAgent := newAgent(t, oc, "o")
+	oEnv := newEnv(t, oc, "o")
+	_, err = oc.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(oAgent.ID)},
+		EnvironmentID: oEnv.ID, VaultIDs: []string{v.ID}})
+	wantStatus(t, "another tenant's vault", err, 404, "vault_ids", v.ID)
 
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
