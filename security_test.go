@@ -43,9 +43,12 @@ done < /proc/self/mountinfo
 echo "redirected=$n"
 `
 
-// socketsScript lists every socket on a host-backed mount of the sandbox.
+// socketsScript lists every socket on a host-backed mount of the sandbox
+// that the sandbox can write (a read-only one, such as the egress proxy's,
+// it cannot replace: sandboxes_egress_test.go checks that).
 const socketsScript = `
-while read -r _ _ _ root mnt _; do
+while read -r _ _ _ root mnt opts _; do
+  case "$opts" in ro|ro,*) continue ;; esac
   case "$root" in *"$ATTACKER"*) find "$mnt" -type s 2>/dev/null ;; esac
 done < /proc/self/mountinfo
 `

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
@@ -93,9 +95,9 @@ func (m *Manager) openEgress(e *entry, sb *store.Sandbox) (string, error) {
 	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("sandbox %s: stale egress socket: %w", sb.ID, err)
 	}
-	l, err := net.Listen("unix", sock)
+	l, err := listenUnixIn(dir, egressSockName)
 	if err != nil {
-		return "", fmt.Errorf("sandbox %s: egress socket: %w", sb.ID, err)
+		return "", fmt.Errorf("sandbox %s: egress socket %s: %w", sb.ID, sock, err)
 	}
 	e.egress = l
 	go func() {
@@ -115,6 +117,25 @@ func (e *entry) closeEgress() {
 		_ = e.egress.Close()
 		e.egress = nil
 	}
+}
+
+// listenUnixIn listens on a unix socket named name in dir, binding through
+// /proc/self/fd so that a run dir deep enough to exceed the 107-byte limit
+// of socket paths still works.
+func listenUnixIn(dir, name string) (net.Listener, error) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	l, err := net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/%s", fd, name))
+	if err != nil {
+		return nil, err
+	}
+	// Its path was only good while fd was open: the socket file stays
+	// until the next openEgress replaces it or the run dir goes.
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	return l, nil
 }
 
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
