@@ -190,6 +190,11 @@ func (m *Manager) attach(ctx context.Context, e *entry, sb *store.Sandbox) error
 		return err
 	}
 	if _, err := m.openEgress(e, sb); err != nil {
+		// Running, but its one way out cannot be served (this daemon runs
+		// without the proxy now): stop it rather than leave it unseen.
+		if serr := d.Stop(context.WithoutCancel(ctx), &h, m.cfg.StopTimeout); serr != nil && !errors.Is(serr, ErrGone) {
+			return fmt.Errorf("sandbox %s: stop the instance whose egress cannot be served (%v): %w", sb.ID, err, serr)
+		}
 		return err
 	}
 	m.setClient(e, d, &h)
