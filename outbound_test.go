@@ -72,6 +72,9 @@ func TestOutboundThroughTheSDK(t *testing.T) {
   grep -rIlFf <(printf '%s\n' "$s") /workspace /tmp /run /etc /.agentkernel 2>/dev/null
 done; echo scan-done`}}}},
 		{Text: "All done."},
+		// The next turn, after the session's vault_ids were emptied.
+		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `curl -sS -m 20 -H "Authorization: Bearer $API_TOKEN" https://` + apiHost + `/ 2>&1; echo " [token=$API_TOKEN]"`}}}},
+		{Text: "Done again."},
 	}
 	fake := anthropictest.New(t, func(r anthropictest.Request) anthropictest.Turn {
 		n := r.AssistantTurns()
@@ -169,28 +172,36 @@ done; echo scan-done`}}}},
 	var mcpResult string
 	var results []string
 	var raw strings.Builder
-	for stream.Next() {
-		ev := stream.Current()
-		raw.WriteString(ev.RawJSON())
-		switch ev.Type {
-		case "agent.mcp_tool_result":
-			r := ev.AsAgentMCPToolResult()
-			if r.IsError || len(r.Content) == 0 {
-				t.Fatalf("MCP result %s", ev.RawJSON())
+	var sessionErrors []string
+	untilIdle := func() {
+		t.Helper()
+		for stream.Next() {
+			ev := stream.Current()
+			raw.WriteString(ev.RawJSON())
+			switch ev.Type {
+			case "agent.mcp_tool_result":
+				r := ev.AsAgentMCPToolResult()
+				if r.IsError || len(r.Content) == 0 {
+					t.Fatalf("MCP result %s", ev.RawJSON())
+				}
+				mcpResult = r.Content[0].Text
+			case "agent.tool_result":
+				var b strings.Builder
+				for _, blk := range ev.AsAgentToolResult().Content {
+					b.WriteString(blk.Text)
+				}
+				results = append(results, b.String())
+			case "session.error":
+				sessionErrors = append(sessionErrors, ev.AsSessionError().Error.Type)
 			}
-			mcpResult = r.Content[0].Text
-		case "agent.tool_result":
-			var b strings.Builder
-			for _, blk := range ev.AsAgentToolResult().Content {
-				b.WriteString(blk.Text)
+			if ev.Type == "session.status_idle" {
+				return
 			}
-			results = append(results, b.String())
-		case "session.error":
-			t.Fatalf("session.error %s", ev.RawJSON())
 		}
-		if ev.Type == "session.status_idle" {
-			break
-		}
+	}
+	untilIdle()
+	if len(sessionErrors) != 0 {
+		t.Fatalf("session errors %v", sessionErrors)
 	}
 	if mcpResult != "echo: hi" || mcpSrv.Calls.Load() != 1 {
 		t.Fatalf("MCP tool: result %q, %d calls", mcpResult, mcpSrv.Calls.Load())
@@ -214,6 +225,23 @@ done; echo scan-done`}}}},
 	// and the files a sandbox can write or was given.
 	if scan := strings.Fields(results[2]); strings.Join(scan, " ") != "0 0 0 0 scan-done" {
 		t.Fatalf("a secret is in the sandbox: %q", results[2])
+	}
+
+	// vault_ids changed between turns: from the next tool call on, the
+	// sandbox has no placeholder and the proxy no credential.
+	if _, err := c.Beta.Sessions.Update(ctx, s.ID, anthropic.BetaSessionUpdateParams{VaultIDs: []string{}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Beta.Sessions.Events.Send(ctx, s.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{userText("again")}}); err != nil {
+		t.Fatal(err)
+	}
+	untilIdle()
+	if len(results) != 4 || strings.Contains(results[3], "api says hello") || !strings.Contains(results[3], "[token=]") {
+		t.Fatalf("after vault_ids were emptied: %q", results[3:])
+	}
+	// …and the MCP server, which needs the vault's bearer, says so.
+	if strings.Join(sessionErrors, " ") != "mcp_authentication_failed_error" {
+		t.Fatalf("session errors after vault_ids were emptied: %v", sessionErrors)
 	}
 
 	// The audit trail and the metrics say what happened, and hold no secret.
