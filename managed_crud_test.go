@@ -202,6 +202,8 @@ func TestEnvironmentNetworkingCeiling(t *testing.T) {
 	if err != nil || e.Config.Networking.Type != "limited" || len(e.Config.Networking.AllowedHosts) != 0 {
 		t.Fatalf("closed networking under none: %v %v", e, err)
 	}
+	_, err = newNet(map[string]string{"agentkernel.network": "egress"}, anthropic.BetaCloudConfigParamsNetworkingUnion{OfLimited: &anthropic.BetaLimitedNetworkParams{}})
+	wantStatus(t, "metadata egress under none", err, 400, "metadata.agentkernel.network", "no egress proxy")
 
 	d2 := daemontest.Start(t)
 	c2 := sdkClient(d2, d2.AdminKey)
@@ -209,6 +211,12 @@ func TestEnvironmentNetworkingCeiling(t *testing.T) {
 		Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{Networking: anthropic.BetaCloudConfigParamsNetworkingUnion{
 			OfLimited: &anthropic.BetaLimitedNetworkParams{AllowedHosts: []string{"pypi.org"}}}}}})
 	wantStatus(t, "allowed_hosts with metadata network none", err, 400, "config.networking.allowed_hosts", "agentkernel.network = none")
+	e2, err := c2.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "n", Metadata: map[string]string{"agentkernel.network": "egress"},
+		Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{Networking: anthropic.BetaCloudConfigParamsNetworkingUnion{
+			OfLimited: &anthropic.BetaLimitedNetworkParams{AllowedHosts: []string{"pypi.org"}}}}}})
+	if err != nil || len(e2.Config.Networking.AllowedHosts) != 1 {
+		t.Fatalf("metadata egress with allowed_hosts: %v %v", e2, err)
+	}
 }
 
 func TestManagedSessionsThroughTheSDK(t *testing.T) {

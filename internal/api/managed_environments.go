@@ -139,6 +139,9 @@ func (m *managed) checkSandboxMetadata(md map[string]string) error {
 		} else if err != nil {
 			return err
 		}
+		if es.Network == sandbox.NetworkEgress && m.sandboxNetwork != "" && m.sandboxNetwork != sandbox.NetworkEgress {
+			return BadRequest("field %q = %q: this daemon runs no egress proxy ([sandbox] network = %q)", "metadata."+session.MetaNetwork, es.Network, m.sandboxNetwork)
+		}
 		if es.Network == sandbox.NetworkHost && !m.sandboxes.HostNetworkAllowed() {
 			return BadRequest("field %q = %q: the host's network reaches everything the host does (the daemon's API on loopback included) and the operator does not allow it ([sandbox] allow_host_network)", "metadata."+session.MetaNetwork, es.Network)
 		}

@@ -99,6 +99,12 @@ func (m *Manager) openEgress(e *entry, sb *store.Sandbox) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sandbox %s: egress socket %s: %w", sb.ID, sock, err)
 	}
+	// Connectable by whatever user the sandbox's guest runs as (an image
+	// may set one); host users cannot reach it: the run dir above is 0700.
+	if err := os.Chmod(sock, 0o666); err != nil {
+		l.Close()
+		return "", fmt.Errorf("sandbox %s: egress socket: %w", sb.ID, err)
+	}
 	e.egress = l
 	go func() {
 		if err := m.cfg.Egress.Serve(l, sb.ID); err != nil {

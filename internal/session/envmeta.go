@@ -82,8 +82,8 @@ func ParseSandboxMetadata(md map[string]string) (EnvSandbox, error) {
 				es.Image = v
 			}
 		case MetaNetwork:
-			if v != sandbox.NetworkNone && v != sandbox.NetworkHost {
-				return es, bad(fmt.Sprintf("not a network mode (accepted: %q or %q)", sandbox.NetworkNone, sandbox.NetworkHost))
+			if v != sandbox.NetworkNone && v != sandbox.NetworkEgress && v != sandbox.NetworkHost {
+				return es, bad(fmt.Sprintf("not a network mode (accepted: %q, %q or %q)", sandbox.NetworkNone, sandbox.NetworkEgress, sandbox.NetworkHost))
 			}
 			es.Network = v
 		case MetaSleepAfter:
