@@ -84,8 +84,8 @@ func TestSandboxReachesOutOnlyThroughTheProxy(t *testing.T) {
 
 	// Through the proxy: refused, and the body says why.
 	res := run("curl -sS -m 10 http://127.0.0.1:" + port + "/")
-	if !strings.Contains(res.Stdout, "no network policy") || strings.Contains(res.Stdout, "outside") {
-		t.Fatalf("a sandbox of no session reached out: %+v", res)
+	if !strings.Contains(res.Stdout, "no network policy") || !strings.Contains(res.Stdout, "belongs to no Managed Agents session") || strings.Contains(res.Stdout, "outside") {
+		t.Fatalf("a sandbox of no session reached out, or was not told why not: %+v", res)
 	}
 	// Around the proxy: no route.
 	for _, url := range []string{"http://127.0.0.1:" + widePort + "/", "http://" + hostIP(t) + ":" + widePort + "/"} {

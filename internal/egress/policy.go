@@ -13,6 +13,7 @@ package egress
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -339,6 +340,12 @@ func mustHosts(entries ...string) []HostPattern {
 type Resolver interface {
 	Resolve(ctx context.Context, sandboxID string) (*Policy, error)
 }
+
+// ErrNoPolicy: the sandbox has no policy (it belongs to no session), so
+// nothing may leave it. A resolver's error wrapping it is shown to the
+// sandbox as it is (it says why, and holds no secret); any other error is
+// only logged.
+var ErrNoPolicy = errors.New("no network policy")
 
 // ResolverFunc adapts a function to Resolver.
 type ResolverFunc func(ctx context.Context, sandboxID string) (*Policy, error)

@@ -153,6 +153,9 @@ func (sb *sandboxServer) policy(ctx context.Context, host string, port int) (*Po
 	defer cancel()
 	pol, err := sb.p.cfg.Resolver.Resolve(ctx, sb.id)
 	switch {
+	case errors.Is(err, ErrNoPolicy):
+		sb.p.log.Debug("egress refused: no policy", "sandbox", sb.id, "err", err)
+		return nil, "refused: " + err.Error()
 	case err != nil:
 		sb.p.log.Warn("egress policy unavailable", "sandbox", sb.id, "err", err)
 		return nil, "refused: the daemon has no network policy for this sandbox (" + policyErrText(err) + ")"

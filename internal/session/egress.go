@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -38,7 +37,7 @@ type Policies struct {
 }
 
 // ErrNoPolicy: the sandbox belongs to no session, so nothing may leave it.
-var ErrNoPolicy = errors.New("no network policy")
+var ErrNoPolicy = egress.ErrNoPolicy
 
 // Resolve implements egress.Resolver.
 func (p *Policies) Resolve(ctx context.Context, sandboxID string) (*egress.Policy, error) {
