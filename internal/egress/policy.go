@@ -29,8 +29,8 @@ type Policy struct {
 	SessionID string
 	SandboxID string
 	// Unrestricted allows every public host. Even then the daemon host's
-	// loopback, link-local and unspecified addresses are reached only
-	// when an Allow entry names them.
+	// loopback, link-local, unspecified and private addresses are reached
+	// only when an Allow entry names them.
 	Unrestricted bool
 	// Allow are the hosts a limited policy reaches (allowed_hosts, plus
 	// the agent's MCP servers and the package registries when the
@@ -103,8 +103,8 @@ func (p *Policy) CredentialsFor(host string, port int) []Credential {
 }
 
 // Internal reports whether host is an IP literal the daemon's host keeps
-// to itself (loopback, link-local, unspecified) or "localhost": reached
-// only when named explicitly. The proxy applies the same rule to the
+// to itself (see InternalAddr) or "localhost": reached only when named
+// explicitly. The proxy applies the same rule to the
 // addresses a name resolves to (a name that resolves to 127.0.0.1 is not
 // a public host).
 func Internal(host string) bool {
@@ -118,11 +118,18 @@ func Internal(host string) bool {
 	return InternalAddr(a)
 }
 
-// InternalAddr is Internal for a resolved address.
+// InternalAddr is Internal for a resolved address: loopback, link-local
+// (the cloud metadata service among them), unspecified, and the private
+// ranges of the daemon host's own network (10/8, 172.16/12, 192.168/16,
+// fc00::/7, and the carrier-grade NAT 100.64/10) — "unrestricted" means
+// the internet, not the host's LAN or VPC.
 func InternalAddr(a netip.Addr) bool {
 	a = a.Unmap()
-	return a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified()
+	return a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified() ||
+		a.IsPrivate() || cgnat.Contains(a)
 }
+
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
 func matchAny(ps []HostPattern, host string, port int) bool {
 	for _, hp := range ps {

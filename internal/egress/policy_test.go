@@ -80,7 +80,8 @@ func TestPolicyAllows(t *testing.T) {
 		}
 	}
 	u := &Policy{Unrestricted: true, Allow: mustHosts("127.0.0.1:9000")}
-	for host, want := range map[string]bool{"evil.com": true, "127.0.0.1": false, "localhost": false, "169.254.169.254": false, "::1": false} {
+	for host, want := range map[string]bool{"evil.com": true, "93.184.216.34": true, "127.0.0.1": false, "localhost": false, "169.254.169.254": false, "::1": false,
+		"10.1.2.3": false, "172.16.0.1": false, "192.168.1.1": false, "100.64.0.1": false, "fd00::1": false} {
 		if got := u.Allows(host, 80); got != want {
 			t.Errorf("unrestricted Allows(%s:80) = %v, want %v", host, got, want)
 		}
