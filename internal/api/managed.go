@@ -42,13 +42,6 @@ type ManagedOptions struct {
 	Vaults *vault.Service
 }
 
-// VaultChecker is what sessions need of the vaults (*vault.Service).
-type VaultChecker interface {
-	// CheckVaults returns an error wrapping store.ErrNotFound, naming the
-	// id, for a vault the tenant does not have (or has archived).
-	CheckVaults(ctx context.Context, tenantID string, vaultIDs []string) error
-}
-
 // managed holds the Managed Agents handlers' dependencies.
 type managed struct {
 	*Server
@@ -58,14 +51,11 @@ type managed struct {
 	maxEvBy int
 	// sandboxNetwork is ManagedOptions.SandboxNetwork.
 	sandboxNetwork string
-	vaults         VaultChecker
+	vaults         *vault.Service // nil: a session's vault_ids are refused
 }
 
 func (s *Server) registerManagedRoutes(o *ManagedOptions) {
-	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork}
-	if o.Vaults != nil {
-		m.vaults = o.Vaults
-	}
+	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork, vaults: o.Vaults}
 	if m.maxEvBy <= 0 {
 		m.maxEvBy = 256 << 10
 	}

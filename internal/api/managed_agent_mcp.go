@@ -91,22 +91,10 @@ func normalizeMCPToolset(t obj, servers map[string]bool) (map[string]any, error)
 		return nil, BadRequest("field %q: MCP server %q already has an mcp_toolset; configure its tools in that one", t.field("mcp_server_name"), server)
 	}
 	servers[server] = true
-	defEnabled, defPolicy := true, "always_ask"
-	if dc, ok, err := t.object("default_config"); err != nil {
+	defEnabled, defPolicy, err := defaultToolConfig(t, "always_ask")
+	if err != nil {
 		return nil, err
-	} else if ok {
-		enabled, policy, err := toolConfig(dc)
-		if err != nil {
-			return nil, err
-		}
-		if enabled != nil {
-			defEnabled = *enabled
-		}
-		if policy != "" {
-			defPolicy = policy
-		}
 	}
-	t.has("default_config")
 	configs, err := t.objects("configs")
 	if err != nil {
 		return nil, err

@@ -69,22 +69,10 @@ func normalizeTools(in obj) (json.RawMessage, error) {
 // normalizeToolset resolves the toolset as the SDK's response has it: the
 // default config and every per-tool config complete.
 func normalizeToolset(t obj) (map[string]any, error) {
-	defEnabled, defPolicy := true, "always_allow"
-	if dc, ok, err := t.object("default_config"); err != nil {
+	defEnabled, defPolicy, err := defaultToolConfig(t, "always_allow")
+	if err != nil {
 		return nil, err
-	} else if ok {
-		enabled, policy, err := toolConfig(dc)
-		if err != nil {
-			return nil, err
-		}
-		if enabled != nil {
-			defEnabled = *enabled
-		}
-		if policy != "" {
-			defPolicy = policy
-		}
 	}
-	t.has("default_config")
 	configs, err := t.objects("configs")
 	if err != nil {
 		return nil, err
@@ -189,4 +177,26 @@ func normalizeCustomTool(t obj, names map[string]string) (map[string]any, error)
 		return nil, BadRequest("field %q is required (a JSON Schema object)", t.field("input_schema"))
 	}
 	return map[string]any{"type": customToolType, "name": name, "description": desc, "input_schema": schema}, nil
+}
+
+// defaultToolConfig reads a toolset's default_config (enabled, then
+// permission_policy), the toolset's own default policy where it says none.
+func defaultToolConfig(t obj, policy string) (bool, string, error) {
+	enabled := true
+	t.has("default_config")
+	dc, ok, err := t.object("default_config")
+	if err != nil || !ok {
+		return enabled, policy, err
+	}
+	e, p, err := toolConfig(dc)
+	if err != nil {
+		return false, "", err
+	}
+	if e != nil {
+		enabled = *e
+	}
+	if p != "" {
+		policy = p
+	}
+	return enabled, policy, nil
 }

@@ -42,10 +42,7 @@ func (w *worker) connectMCP(ctx context.Context, ts *turnState) error {
 	if len(sets) == 0 {
 		return nil
 	}
-	var vaults struct {
-		VaultIDs []string `json:"vault_ids"`
-	}
-	_ = json.Unmarshal(ts.s.Doc, &vaults)
+	vaultIDs := SessionVaultIDs(ts.s)
 	type outcome struct {
 		conn  *mcp.Conn
 		tools []tools.MCPTool
@@ -59,7 +56,7 @@ func (w *worker) connectMCP(ctx context.Context, ts *turnState) error {
 		go func() {
 			defer wg.Done()
 			o := &out[i]
-			o.conn, o.tools, o.kind, o.err = w.dialMCP(ctx, ts, set.Server, vaults.VaultIDs)
+			o.conn, o.tools, o.kind, o.err = w.dialMCP(ctx, ts, set.Server, vaultIDs)
 		}()
 	}
 	wg.Wait()
