@@ -80,6 +80,9 @@ type RuntimeConfig struct {
 	// (default 60s).
 	MCPConnectTimeout time.Duration
 	MCPCallTimeout    time.Duration
+	// Context are the layers that fill a session's sandbox beyond its
+	// workspace and take back what a turn leaves (see ContextHook).
+	Context []ContextHook
 	// Failpoint, when set, is called at named points of a turn (crash
 	// tests hang the process there; see failpoints.go).
 	Failpoint func(name string)

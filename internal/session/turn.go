@@ -189,6 +189,7 @@ func (w *worker) notRunResults() []store.NewEvent {
 // with its totals. The turn's partial model output goes with the row.
 func (w *worker) end(ctx context.Context, ts *turnState, sr map[string]any, tail []store.NewEvent) {
 	r := w.r
+	r.turnEndContext(ctx, ts.s)
 	srJSON, _ := json.Marshal(sr)
 	if _, err := r.updateSession(ctx, w.id, func(s *store.ManagedSession) bool {
 		s.StopReason = srJSON

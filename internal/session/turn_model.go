@@ -24,6 +24,10 @@ func (w *worker) loop(ctx context.Context, ts *turnState) (map[string]any, error
 		return nil, err
 	}
 	ts.agent, ts.tools = agent, agent.Tools
+	system, err := r.systemPrompt(ctx, ts.s, agent.System)
+	if err != nil {
+		return nil, err
+	}
 	prov, err := r.cfg.Models.Resolve(agent.Model)
 	if err != nil {
 		return nil, err
@@ -60,7 +64,7 @@ func (w *worker) loop(ctx context.Context, ts *turnState) (map[string]any, error
 		}
 	}
 	for n := 0; n < r.cfg.MaxSteps; n, step = n+1, step+1 {
-		req := &model.Request{Model: prov.Model, MaxTokens: prov.MaxTokens, System: agent.System,
+		req := &model.Request{Model: prov.Model, MaxTokens: prov.MaxTokens, System: system,
 			Messages: w.conv.messages(), Tools: ts.tools.Tools}
 		resp, err := w.modelCall(ctx, ts, prov.Provider, req, step)
 		if err != nil {

@@ -88,6 +88,9 @@ func (w *worker) runTool(ctx context.Context, ts *turnState, cl *call, step int6
 	if err != nil {
 		return "", false, err
 	}
+	if err := r.prepareContext(ctx, ts.s, sbID); err != nil {
+		return "", false, err
+	}
 	res, err := w.journalledTool(ctx, ts, cl, step, sbID)
 	if err != nil {
 		return "", false, fmt.Errorf("tool %s in sandbox %s: %w", cl.name, sbID, err)
