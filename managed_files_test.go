@@ -68,7 +68,7 @@ func freshPostgres(t *testing.T) string {
 }
 
 // fileTenant makes a tenant and returns its id and a key of it.
-func fileTenant(t *testing.T, d *daemontest.Daemon, name string) (id, key string) {
+func fileTenant(t testing.TB, d *daemontest.Daemon, name string) (id, key string) {
 	t.Helper()
 	ctx := context.Background()
 	admin := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))

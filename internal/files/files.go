@@ -277,8 +277,14 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	if int64(len(p)) > l.left {
 		p = p[:l.left]
 	}
-	n, err := l.r.Read(p)
+	// Fill p: a multipart part returns a few KiB per Read, and the blob
+	// store writes what each Read returns, so small reads would be as
+	// many small write calls.
+	n, err := io.ReadFull(l.r, p)
 	l.left -= int64(n)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = nil // the short chunk now, io.EOF on the next Read
+	}
 	return n, err
 }
 
