@@ -280,9 +280,17 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	// Fill p: a multipart part returns a few KiB per Read, and the blob
 	// store writes what each Read returns, so small reads would be as
 	// many small write calls.
-	n, err := io.ReadFull(l.r, p)
+	// (Not io.ReadFull: it reports a short read as io.ErrUnexpectedEOF,
+	// which is also what a truncated part fails with.)
+	n := 0
+	var err error
+	for n < len(p) && err == nil {
+		var m int
+		m, err = l.r.Read(p[n:])
+		n += m
+	}
 	l.left -= int64(n)
-	if errors.Is(err, io.ErrUnexpectedEOF) {
+	if n > 0 && err == io.EOF {
 		err = nil // the short chunk now, io.EOF on the next Read
 	}
 	return n, err

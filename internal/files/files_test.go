@@ -106,3 +106,17 @@ func TestCreateTooLargeLeavesNothing(t *testing.T) {
 		t.Fatalf("exactly the limit: %+v %v", f, err)
 	}
 }
+
+// A body that fails part-way (a truncated multipart part fails with
+// io.ErrUnexpectedEOF) fails Create; it is not taken as a short file.
+func TestCreateBodyErrorFails(t *testing.T) {
+	ctx := context.Background()
+	s, cb, _ := newService(t, 1<<20)
+	body := io.MultiReader(bytes.NewReader([]byte("abc")), readFunc(func([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }))
+	if _, err := s.Create(ctx, "t1", files.CreateParams{Filename: "a", Body: body}); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("create from a failing body: %v, want io.ErrUnexpectedEOF", err)
+	}
+	for info, err := range cb.List(ctx, "") {
+		t.Fatalf("blob after a failed create: %v %v", info, err)
+	}
+}
