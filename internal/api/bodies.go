@@ -33,6 +33,7 @@ var requestBodies = map[string]any{
 	"PUT /v1/objects/definitions/{class}/bundle": RawBody{}, // a tar(.gz) of the app
 	"POST /v1/objects/{class}/{id}/call":         callObjectRequest{},
 	"POST /v1/objects/{class}/{id}/alarms":       setAlarmRequest{},
+	"POST /v1/files":                             RawBody{}, // multipart: file, expires_in_seconds
 	"POST /v1/tasks":                             createTaskRequest{},
 	"POST /v1/tickets":                           createTicketRequest{},
 	"POST /v1/tickets/{id}/results":              submitResultRequest{},

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/agentkernel/agentkernel/internal/files"
 	"github.com/agentkernel/agentkernel/internal/monitor"
 	"github.com/agentkernel/agentkernel/internal/object"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
@@ -38,6 +39,8 @@ type Options struct {
 	Managed *ManagedOptions
 	// Monitor serves tickets, tasks, agent events and activity when set.
 	Monitor *monitor.Service
+	// Files serves /v1/files when set.
+	Files *files.Service
 }
 
 // Server holds the routes and their dependencies.
@@ -52,6 +55,7 @@ type Server struct {
 	maxFile   int64
 	keys      keyCache
 	objects   *object.Runtime
+	files     *files.Service
 	mux       *routeMux
 	handler   http.Handler
 }
@@ -118,6 +122,7 @@ func New(o Options) *Server {
 		sandboxes: o.Sandboxes,
 		maxFile:   o.MaxFileBytes,
 		objects:   o.Objects,
+		files:     o.Files,
 	}
 	if s.maxFile <= 0 {
 		s.maxFile = 64 << 20
@@ -146,6 +151,9 @@ func New(o Options) *Server {
 	}
 	if o.Monitor != nil {
 		s.registerMonitorRoutes(o.Monitor)
+	}
+	if s.files != nil {
+		s.registerFileRoutes(s.files)
 	}
 
 	s.mux.HandleFunc("/", s.notFound)

@@ -48,7 +48,18 @@ type Config struct {
 	Egress EgressConfig `toml:"egress"`
 	// Vault is where the keys that seal vault credentials live.
 	Vault VaultConfig `toml:"vault"`
+	// Files is the Files API (/v1/files).
+	Files FilesConfig `toml:"files"`
 }
+
+// FilesConfig configures the Files API.
+type FilesConfig struct {
+	// MaxUploadBytes limits one uploaded file (413 beyond; default 500 MiB).
+	MaxUploadBytes int64 `toml:"max_upload_bytes"`
+}
+
+// DefaultMaxUploadBytes is [files] max_upload_bytes when unset.
+const DefaultMaxUploadBytes = 500 << 20
 
 // VaultConfig configures the vault's key file.
 type VaultConfig struct {
@@ -172,6 +183,7 @@ func Default() Config {
 		},
 		DurableObjects: DefaultDurableObjects(),
 		Monitor:        DefaultMonitor(),
+		Files:          FilesConfig{MaxUploadBytes: DefaultMaxUploadBytes},
 	}
 }
 

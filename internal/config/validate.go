@@ -103,6 +103,9 @@ func (c *Config) Validate() error {
 	if sb.MaxFileBytes < 1 {
 		add(&FieldError{Field: "sandbox.max_file_bytes", Value: fmt.Sprint(sb.MaxFileBytes), Accepted: "a positive number of bytes", Reason: "out of range"})
 	}
+	if c.Files.MaxUploadBytes < 1 {
+		add(&FieldError{Field: "files.max_upload_bytes", Value: fmt.Sprint(c.Files.MaxUploadBytes), Accepted: "a positive number of bytes", Reason: "out of range"})
+	}
 	errs = append(errs, c.validateObjects()...)
 	errs = append(errs, c.validateModels()...)
 	errs = append(errs, c.validateMonitor()...)

@@ -22,6 +22,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/blob/blobgc"
 	"github.com/agentkernel/agentkernel/internal/blob/fsblob"
 	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/files"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -49,6 +50,8 @@ type Daemon struct {
 	runner *runnerSlot
 	// vaults keeps vault credentials (nil without Managed Agents storage).
 	vaults *vault.Service
+	// files serves /v1/files and stores the files sessions produce.
+	files *files.Service
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -178,6 +181,8 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 	if mon != nil {
 		d.AddService(mon)
 	}
+	d.files = files.New(files.Config{Store: st, Blobs: blobs, MaxBytes: cfg.Files.MaxUploadBytes, Pins: gc,
+		Log: log.With("component", "files"), BeforeRecord: fileFaults(cfg.Home)})
 	d.server = api.New(api.Options{
 		Store:        st,
 		Log:          log,
@@ -189,6 +194,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		Objects:      objects,
 		Managed:      managed,
 		Monitor:      mon,
+		Files:        d.files,
 	})
 	return d, nil
 }
@@ -218,6 +224,10 @@ func (d *Daemon) AddService(s Service) { d.services = append(d.services, s) }
 // Vaults returns the vault service (nil without Managed Agents storage):
 // the session layer asks it for credentials.
 func (d *Daemon) Vaults() *vault.Service { return d.vaults }
+
+// Files returns the Files API's service: the session layer stores the
+// files a session produced through it.
+func (d *Daemon) Files() *files.Service { return d.files }
 
 // Sandboxes returns the sandbox manager.
 func (d *Daemon) Sandboxes() *sandbox.Manager { return d.sandboxes }

@@ -13,3 +13,6 @@ func sandboxFaults(string) *sandbox.Faults { return nil }
 
 // sandboxBlobs is the blob store itself in production builds.
 func sandboxBlobs(_ string, b blob.Store) blob.Store { return b }
+
+// fileFaults is nil in production builds (files.Config.BeforeRecord).
+func fileFaults(string) func(key string) { return nil }

@@ -72,6 +72,13 @@ func (h *hangAfterFirstRead) Read(p []byte) (int, error) {
 	return h.r.Read(p)
 }
 
+// fileFaults is the file-record-hang failpoint: an upload's blob is
+// stored and fsynced, its row is not inserted and the client has no
+// answer yet.
+func fileFaults(home string) func(key string) {
+	return func(key string) { hangIfArmed(home, "file-record-hang", key) }
+}
+
 func hangIfArmed(home, name, what string) {
 	flag := filepath.Join(home, "failpoint-"+name)
 	if _, err := os.Stat(flag); err != nil {

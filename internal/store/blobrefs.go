@@ -24,6 +24,7 @@ type BlobKeyColumn struct {
 // fail on a column named like *blob_key* that is missing from this list.
 var BlobKeyColumns = []BlobKeyColumn{
 	{Table: "backups", Column: "blob_key"},
+	{Table: "files", Column: "blob_key"},
 	{Table: "object_bundles", Column: "blob_key"},
 	{Table: "transcripts", Column: "blob_key"},
 }

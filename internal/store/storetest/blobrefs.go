@@ -16,6 +16,7 @@ var blobRefCases = []testCase{
 	{"EveryRowKindCounts", testBlobRefsRowKinds},
 	{"LongListsAreSplit", testBlobRefsLongList},
 	{"ObjectBundlesHoldTheirBlob", testBlobRefsObjectBundles},
+	{"FilesHoldTheirBlob", testBlobRefsFiles},
 }
 
 func testBlobRefsRowKinds(e *env) {
@@ -125,4 +126,21 @@ func testBlobRefsObjectBundles(e *env) {
 	refd("after timer's class was deleted", other)
 	mustOK(e.t, e.s.DeleteObjectBundle(e.ctx, e.tenant, "counter"), "DeleteObjectBundle counter")
 	refd("after counter's bundle was deleted")
+}
+
+// A file's row holds its blob until the file is deleted.
+func testBlobRefsFiles(e *env) {
+	key := "files/file_ref"
+	_, err := e.s.CreateFile(e.ctx, &store.File{ID: "file_ref", TenantID: e.tenant, Filename: "a", MimeType: "text/plain", BlobKey: key})
+	mustOK(e.t, err, "CreateFile")
+	got, err := e.s.ReferencedBlobKeys(e.ctx, []string{key})
+	mustOK(e.t, err, "ReferencedBlobKeys")
+	if !got[key] {
+		e.t.Fatalf("a file's blob %s is not referenced while its row exists: the blob GC would delete it", key)
+	}
+	_, err = e.s.DeleteFile(e.ctx, e.tenant, "file_ref")
+	mustOK(e.t, err, "DeleteFile")
+	got, err = e.s.ReferencedBlobKeys(e.ctx, []string{key})
+	mustOK(e.t, err, "ReferencedBlobKeys after delete")
+	equal(e.t, "referenced after the file was deleted", len(got), 0)
 }
