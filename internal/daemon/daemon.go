@@ -22,6 +22,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/blob/blobgc"
 	"github.com/agentkernel/agentkernel/internal/blob/fsblob"
 	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/memory"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -49,6 +50,8 @@ type Daemon struct {
 	runner *runnerSlot
 	// vaults keeps vault credentials (nil without Managed Agents storage).
 	vaults *vault.Service
+	// memory keeps memory stores (nil without Managed Agents storage).
+	memory *memory.Service
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -117,6 +120,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 			return nil, err
 		}
 		d.vaults = vault.New(vault.Config{Store: st, Keys: keys, Log: log.With("component", "vault")})
+		d.memory = memory.New(memory.Config{Store: st, Log: log.With("component", "memory")})
 	}
 	proxy, audit, err := newEgress(cfg, st, d.vaults, d.registry, log)
 	if err != nil {
@@ -160,6 +164,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 	if events != nil {
 		managed.SandboxNetwork = cfg.Sandbox.Network
 		managed.Vaults = d.vaults
+		managed.Memory = d.memory
 		d.events, d.runner = events, runner
 		d.AddService(events)
 		rt, err := newSessionRuntime(cfg, st, events, mgr, d.vaults, log)
@@ -218,6 +223,10 @@ func (d *Daemon) AddService(s Service) { d.services = append(d.services, s) }
 // Vaults returns the vault service (nil without Managed Agents storage):
 // the session layer asks it for credentials.
 func (d *Daemon) Vaults() *vault.Service { return d.vaults }
+
+// Memory returns the memory store service (nil without Managed Agents
+// storage): session resources mount and sync stores through it.
+func (d *Daemon) Memory() *memory.Service { return d.memory }
 
 // Sandboxes returns the sandbox manager.
 func (d *Daemon) Sandboxes() *sandbox.Manager { return d.sandboxes }
