@@ -444,9 +444,9 @@ func (a *memoryAPI) deleteMemory(w http.ResponseWriter, r *http.Request) {
 
 // listMemories lists by path with the SDK's depth roll-up: with depth d,
 // memories more than d segments below path_prefix are grouped into one
-// memory_prefix item per directory at depth d. Cursors are the last path
-// listed; after a prefix item, the position sorts after everything under
-// it (0xff never occurs in UTF-8), so the next page starts past the group.
+// memory_prefix item per directory at depth d. A cursor is the last path
+// listed: a memory's, or a memory_prefix's (ending in /), whose memories
+// the next page skips.
 func (a *memoryAPI) listMemories(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	full, err := view(r, "basic")
@@ -493,28 +493,40 @@ func (a *memoryAPI) listMemories(w http.ResponseWriter, r *http.Request) {
 		pos  string
 	}
 	var (
-		page  []item
+		page []item
+		more bool
+		// skip is the last memory_prefix listed: memories under it are in
+		// that item. A cursor ending in / is one (no memory path does).
+		skip  string
 		after = p.cursor
-		more  bool
 	)
+	if strings.HasSuffix(after, "/") {
+		skip = after
+	}
 	for len(page) <= limit {
-		batch, err := a.st.ListMemories(r.Context(), store.MemoryListParams{StoreID: ms.ID, PathPrefix: prefix, AfterPath: after, Limit: limit + 1})
+		from := after
+		if skip != "" && strings.HasPrefix(from, skip) {
+			// Jump past nearly the whole group; the HasPrefix check below
+			// catches the paths that sort after U+10FFFF under it.
+			from = skip + "\U0010FFFF"
+		}
+		batch, err := a.st.ListMemories(r.Context(), store.MemoryListParams{StoreID: ms.ID, PathPrefix: prefix, AfterPath: from, Limit: limit + 1})
 		if err != nil {
 			a.writeError(w, r, err)
 			return
 		}
 		for _, m := range batch {
-			if m.Path <= after {
-				continue // inside a group already listed
+			after = m.Path
+			if skip != "" && strings.HasPrefix(m.Path, skip) {
+				continue
 			}
 			rest := strings.Split(strings.TrimPrefix(m.Path, prefix), "/")
 			it := item{json: memoryJSON(m, full), pos: m.Path}
 			if depth > 0 && len(rest) > depth {
 				dir := prefix + strings.Join(rest[:depth], "/") + "/"
-				it = item{json: map[string]any{"type": "memory_prefix", "path": dir}, pos: dir + "\xff"}
+				it, skip = item{json: map[string]any{"type": "memory_prefix", "path": dir}, pos: dir}, dir
 			}
 			page = append(page, it)
-			after = it.pos
 			if len(page) > limit {
 				break
 			}
