@@ -21,7 +21,8 @@ import (
 // name internal/api gives them.
 var managedBodies = []string{"BetaAgentNewParams", "BetaAgentUpdateParams", "BetaEnvironmentNewParams",
 	"BetaEnvironmentUpdateParams", "BetaSessionNewParams", "BetaSessionUpdateParams", "BetaSessionEventSendParams",
-	"BetaVaultNewParams", "BetaVaultUpdateParams", "BetaVaultCredentialNewParams", "BetaVaultCredentialUpdateParams"}
+	"BetaVaultNewParams", "BetaVaultUpdateParams", "BetaVaultCredentialNewParams", "BetaVaultCredentialUpdateParams",
+	"BetaMemoryStoreNewParams", "BetaMemoryStoreUpdateParams", "BetaMemoryStoreMemoryNewParams", "BetaMemoryStoreMemoryUpdateParams"}
 
 // TestEveryRequestFieldWorksOrIsRefused does for agentkernel's own request
 // bodies what TestEveryManagedFieldWorksOrIsRefused does for the Managed
