@@ -17,7 +17,8 @@ import (
 )
 
 // managedBodies are the SDK types TestEveryManagedFieldWorksOrIsRefused
-// (and, for vaults, TestEveryVaultFieldWorksOrIsRefused) walks, by the
+// (and, for vaults and memory stores, TestEveryVaultFieldWorksOrIsRefused and
+// TestEveryMemoryFieldWorksOrIsRefused) walks, by the
 // name internal/api gives them.
 var managedBodies = []string{"BetaAgentNewParams", "BetaAgentUpdateParams", "BetaEnvironmentNewParams",
 	"BetaEnvironmentUpdateParams", "BetaSessionNewParams", "BetaSessionUpdateParams", "BetaSessionEventSendParams",
