@@ -314,11 +314,17 @@ func TestMemorySyncKeepsEveryWriteWithItsSession(t *testing.T) {
 		if _, err := svc.Sync(ctx, ms.TenantID, st.ID, memory.Actor{SessionID: "sesn_one"}, changesA); err != nil {
 			t.Fatal(err)
 		}
-		// Session two started from the same base: its write is kept too.
+		// Session two started from the same base: its write is kept too. Its
+		// deletion of a memory it never saw current is not applied: the
+		// newer write wins over a stale delete.
 		out, err := svc.Sync(ctx, ms.TenantID, st.ID, memory.Actor{SessionID: "sesn_two"},
-			[]memory.Change{{Path: "/plan.md", Content: &two, BaseVersionID: base.MemoryVersionID}, {Path: "/a-only.md", BaseVersionID: "stale"}})
-		if err != nil || len(out) != 1 || out[0].Content != two {
+			[]memory.Change{{Path: "/plan.md", Content: &two, BaseVersionID: base.MemoryVersionID}, {Path: "/a-only.md", BaseVersionID: "memver_stale"}})
+		if err != nil || len(out) != 2 || out[0].Path != "/a-only.md" || out[0].Content != one || out[1].Content != two {
 			t.Fatalf("second sync: %+v %v", out, err)
+		}
+		out, err = svc.Sync(ctx, ms.TenantID, st.ID, memory.Actor{SessionID: "sesn_two"}, []memory.Change{{Path: "/a-only.md", BaseVersionID: out[0].VersionID}})
+		if err != nil || len(out) != 1 || out[0].Content != two {
+			t.Fatalf("delete from the current version: %+v %v", out, err)
 		}
 		// Re-running session one's sync (as after a crash) writes nothing new
 		// where its content is already current, and restores what it had.

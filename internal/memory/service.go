@@ -106,12 +106,16 @@ func (s *Service) Snapshot(ctx context.Context, tenantID, storeID string) ([]Ent
 // each recorded with the session as its author, and returns the store's
 // live memories afterwards.
 //
-// Optimistic concurrency never loses a write: BaseVersionID is not a gate.
-// A change is applied on top of whatever version is current, so when
-// another writer changed the memory since this session's base, both
-// writes are versions in the memory's history (theirs, then this one, each
-// with its author) and the conflict is logged; nothing is dropped or
-// refused. A change that would change nothing (the content is already
+// Optimistic concurrency never loses a write: BaseVersionID is not a gate
+// for content. A changed file is written on top of whatever version is
+// current, so when another writer changed the memory since this session's
+// base, both writes are versions in the memory's history (theirs, then
+// this one, each with its author) and the conflict is logged. A deletion is
+// the one change a newer write beats: deleting a memory whose current
+// version is not the session's base would take another writer's content
+// out of the store unseen, so that memory is kept and the skipped deletion
+// is logged (as the SDK's own environment worker does: "keeping the remote
+// version"). A change that would change nothing (the content is already
 // current; the file is already gone) records no version, which is what
 // makes Sync idempotent: re-running it with the same changes after a crash
 // writes only what the crash left unwritten. Each change is its own
@@ -152,6 +156,11 @@ func (s *Service) Sync(ctx context.Context, tenantID, storeID string, actor Acto
 		cur, err := s.current(ctx, storeID, c.Path)
 		if err != nil {
 			return nil, err
+		}
+		if c.Content == nil && cur != "" && cur != c.BaseVersionID {
+			s.log.Warn("memory deleted by a session but changed by another writer since it read it; keeping the newer version",
+				"memory_store", storeID, "path", c.Path, "session", actor.SessionID, "base_version", c.BaseVersionID, "current_version", cur)
+			continue
 		}
 		if s.beforeWrite != nil {
 			s.beforeWrite(storeID, c.Path)
