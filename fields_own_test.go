@@ -17,11 +17,13 @@ import (
 )
 
 // managedBodies are the SDK types TestEveryManagedFieldWorksOrIsRefused
-// (and, for vaults, TestEveryVaultFieldWorksOrIsRefused) walks, by the
+// (and, for vaults and memory stores, TestEveryVaultFieldWorksOrIsRefused and
+// TestEveryMemoryFieldWorksOrIsRefused) walks, by the
 // name internal/api gives them.
 var managedBodies = []string{"BetaAgentNewParams", "BetaAgentUpdateParams", "BetaEnvironmentNewParams",
 	"BetaEnvironmentUpdateParams", "BetaSessionNewParams", "BetaSessionUpdateParams", "BetaSessionEventSendParams",
-	"BetaVaultNewParams", "BetaVaultUpdateParams", "BetaVaultCredentialNewParams", "BetaVaultCredentialUpdateParams"}
+	"BetaVaultNewParams", "BetaVaultUpdateParams", "BetaVaultCredentialNewParams", "BetaVaultCredentialUpdateParams",
+	"BetaMemoryStoreNewParams", "BetaMemoryStoreUpdateParams", "BetaMemoryStoreMemoryNewParams", "BetaMemoryStoreMemoryUpdateParams"}
 
 // TestEveryRequestFieldWorksOrIsRefused does for agentkernel's own request
 // bodies what TestEveryManagedFieldWorksOrIsRefused does for the Managed

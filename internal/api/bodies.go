@@ -48,6 +48,10 @@ var requestBodies = map[string]any{
 	"POST /v1/vaults/{id}":                       ManagedBody("BetaVaultUpdateParams"),
 	"POST /v1/vaults/{id}/credentials":           ManagedBody("BetaVaultCredentialNewParams"),
 	"POST /v1/vaults/{id}/credentials/{cid}":     ManagedBody("BetaVaultCredentialUpdateParams"),
+	"POST /v1/memory_stores":                     ManagedBody("BetaMemoryStoreNewParams"),
+	"POST /v1/memory_stores/{id}":                ManagedBody("BetaMemoryStoreUpdateParams"),
+	"POST /v1/memory_stores/{id}/memories":       ManagedBody("BetaMemoryStoreMemoryNewParams"),
+	"POST /v1/memory_stores/{id}/memories/{mid}": ManagedBody("BetaMemoryStoreMemoryUpdateParams"),
 }
 
 // RequestBodies returns a copy of requestBodies, keyed by route pattern.

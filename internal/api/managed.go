@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentkernel/agentkernel/internal/memory"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/vault"
@@ -40,6 +41,8 @@ type ManagedOptions struct {
 	// Vaults serves /v1/vaults when set (the store must hold vaults too);
 	// without it a session's vault_ids are refused.
 	Vaults *vault.Service
+	// Memory serves /v1/memory_stores when set.
+	Memory *memory.Service
 }
 
 // managed holds the Managed Agents handlers' dependencies.
@@ -87,6 +90,9 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 
 	if vst, ok := o.Store.(store.VaultStore); ok && o.Vaults != nil {
 		s.registerVaultRoutes(m, vst, o.Vaults)
+	}
+	if o.Memory != nil {
+		s.registerMemoryRoutes(m, o.Memory)
 	}
 }
 

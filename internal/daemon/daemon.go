@@ -23,6 +23,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/blob/fsblob"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/files"
+	"github.com/agentkernel/agentkernel/internal/memory"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -52,6 +53,8 @@ type Daemon struct {
 	vaults *vault.Service
 	// files serves /v1/files and stores the files sessions produce.
 	files *files.Service
+	// memory keeps memory stores (nil without Managed Agents storage).
+	memory *memory.Service
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -120,6 +123,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 			return nil, err
 		}
 		d.vaults = vault.New(vault.Config{Store: st, Keys: keys, Log: log.With("component", "vault")})
+		d.memory = memory.New(memory.Config{Store: st, Log: log.With("component", "memory")})
 	}
 	proxy, audit, err := newEgress(cfg, st, d.vaults, d.registry, log)
 	if err != nil {
@@ -163,6 +167,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 	if events != nil {
 		managed.SandboxNetwork = cfg.Sandbox.Network
 		managed.Vaults = d.vaults
+		managed.Memory = d.memory
 		d.events, d.runner = events, runner
 		d.AddService(events)
 		rt, err := newSessionRuntime(cfg, st, events, mgr, d.vaults, log)
@@ -228,6 +233,9 @@ func (d *Daemon) Vaults() *vault.Service { return d.vaults }
 // Files returns the Files API's service: the session layer stores the
 // files a session produced through it.
 func (d *Daemon) Files() *files.Service { return d.files }
+// Memory returns the memory store service (nil without Managed Agents
+// storage): session resources mount and sync stores through it.
+func (d *Daemon) Memory() *memory.Service { return d.memory }
 
 // Sandboxes returns the sandbox manager.
 func (d *Daemon) Sandboxes() *sandbox.Manager { return d.sandboxes }

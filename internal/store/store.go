@@ -23,6 +23,7 @@ type Store interface {
 	BlobRefStore
 	VaultStore
 	FileStore
+	MemoryStores
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.
