@@ -233,6 +233,7 @@ func (d *Daemon) Vaults() *vault.Service { return d.vaults }
 // Files returns the Files API's service: the session layer stores the
 // files a session produced through it.
 func (d *Daemon) Files() *files.Service { return d.files }
+
 // Memory returns the memory store service (nil without Managed Agents
 // storage): session resources mount and sync stores through it.
 func (d *Daemon) Memory() *memory.Service { return d.memory }
