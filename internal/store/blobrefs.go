@@ -25,6 +25,7 @@ type BlobKeyColumn struct {
 var BlobKeyColumns = []BlobKeyColumn{
 	{Table: "backups", Column: "blob_key"},
 	{Table: "object_bundles", Column: "blob_key"},
+	{Table: "skill_versions", Column: "blob_key"},
 	{Table: "transcripts", Column: "blob_key"},
 }
 
