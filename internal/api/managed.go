@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/session"
+	"github.com/agentkernel/agentkernel/internal/skills"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/vault"
 )
@@ -40,6 +41,9 @@ type ManagedOptions struct {
 	// Vaults serves /v1/vaults when set (the store must hold vaults too);
 	// without it a session's vault_ids are refused.
 	Vaults *vault.Service
+	// Skills serves /v1/skills when set; without it an agent's skills are
+	// refused.
+	Skills *skills.Service
 }
 
 // managed holds the Managed Agents handlers' dependencies.
@@ -51,11 +55,12 @@ type managed struct {
 	maxEvBy int
 	// sandboxNetwork is ManagedOptions.SandboxNetwork.
 	sandboxNetwork string
-	vaults         *vault.Service // nil: a session's vault_ids are refused
+	vaults         *vault.Service  // nil: a session's vault_ids are refused
+	skills         *skills.Service // nil: an agent's skills are refused
 }
 
 func (s *Server) registerManagedRoutes(o *ManagedOptions) {
-	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork, vaults: o.Vaults}
+	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork, vaults: o.Vaults, skills: o.Skills}
 	if m.maxEvBy <= 0 {
 		m.maxEvBy = 256 << 10
 	}
@@ -87,6 +92,10 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 
 	if vst, ok := o.Store.(store.VaultStore); ok && o.Vaults != nil {
 		s.registerVaultRoutes(m, vst, o.Vaults)
+	}
+	if o.Skills != nil {
+		s.skillUploads = o.Skills.Limits().UploadBytes
+		s.registerSkillRoutes(m, o.Skills)
 	}
 }
 

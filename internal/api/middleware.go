@@ -74,6 +74,9 @@ func (s *Server) bodyLimit(r *http.Request) int64 {
 	if s.objects != nil && isBundleUpload(r) {
 		return max(s.maxBody, s.objects.MaxBundleBytes()+1)
 	}
+	if s.skillUploads > 0 && isSkillUpload(r) {
+		return max(s.maxBody, s.skillUploads+multipartSlack)
+	}
 	return s.maxBody
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
+	"github.com/agentkernel/agentkernel/internal/skills"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/store/postgres"
 	"github.com/agentkernel/agentkernel/internal/store/sqlite"
@@ -49,6 +50,7 @@ type Daemon struct {
 	runner *runnerSlot
 	// vaults keeps vault credentials (nil without Managed Agents storage).
 	vaults *vault.Service
+	skills *skills.Service
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -117,6 +119,9 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 			return nil, err
 		}
 		d.vaults = vault.New(vault.Config{Store: st, Keys: keys, Log: log.With("component", "vault")})
+		d.skills = skills.New(skills.Config{Store: st, Blobs: blobs, Pins: gc, Log: log.With("component", "skills"),
+			Limits: skills.Limits{UploadBytes: cfg.Skills.MaxUploadBytes, Files: cfg.Skills.MaxFiles,
+				Bytes: cfg.Skills.MaxUnpackedBytes, Ratio: cfg.Skills.MaxExpansionRatio}})
 	}
 	proxy, audit, err := newEgress(cfg, st, d.vaults, d.registry, log)
 	if err != nil {
@@ -160,9 +165,10 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 	if events != nil {
 		managed.SandboxNetwork = cfg.Sandbox.Network
 		managed.Vaults = d.vaults
+		managed.Skills = d.skills
 		d.events, d.runner = events, runner
 		d.AddService(events)
-		rt, err := newSessionRuntime(cfg, st, events, mgr, d.vaults, log)
+		rt, err := newSessionRuntime(cfg, st, events, mgr, d.vaults, d.skills, log)
 		if err != nil {
 			d.closeStores()
 			return nil, err
