@@ -47,6 +47,8 @@ var requestBodies = map[string]any{
 	"POST /v1/vaults/{id}":                       ManagedBody("BetaVaultUpdateParams"),
 	"POST /v1/vaults/{id}/credentials":           ManagedBody("BetaVaultCredentialNewParams"),
 	"POST /v1/vaults/{id}/credentials/{cid}":     ManagedBody("BetaVaultCredentialUpdateParams"),
+	"POST /v1/skills":                            RawBody{}, // multipart (BetaSkillNewParams): managed_skills_test.go
+	"POST /v1/skills/{id}/versions":              RawBody{}, // multipart (BetaSkillVersionNewParams)
 }
 
 // RequestBodies returns a copy of requestBodies, keyed by route pattern.
