@@ -14,7 +14,7 @@ const goodMD = "---\nname: pdf-tools\ndescription: Fills PDF forms. Use when the
 
 type member struct {
 	name, body, link string
-	typ          byte // tar type; 0 = regular
+	typ              byte // tar type; 0 = regular
 }
 
 func zipOf(t *testing.T, ms ...member) []byte {
