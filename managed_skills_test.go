@@ -205,6 +205,23 @@ func TestSkillsThroughTheSDK(t *testing.T) {
 	}
 	_, err = c.Beta.Skills.Get(ctx, sk.ID, anthropic.BetaSkillGetParams{})
 	wantStatus(t, "get a deleted skill", err, 404, sk.ID)
+	// The agent still names it: the next turn says which skill is gone.
+	if _, err := c.Beta.Sessions.Events.Send(ctx, s.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{userText("again")}}); err != nil {
+		t.Fatal(err)
+	}
+	var sessionErr string
+	for stream.Next() {
+		ev := stream.Current()
+		if ev.Type == "session.error" {
+			sessionErr = ev.AsSessionError().Error.Message
+		}
+		if ev.Type == "session.status_idle" {
+			break
+		}
+	}
+	if !strings.Contains(sessionErr, sk.ID) {
+		t.Fatalf("a turn of an agent whose skill was deleted: session.error %q, want one naming %s", sessionErr, sk.ID)
+	}
 	if left := skillBlobs(t, d); len(left) != 0 {
 		t.Fatalf("blobs of the deleted skill remain: %v", left)
 	}
