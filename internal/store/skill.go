@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -42,6 +43,14 @@ type SkillVersion struct {
 	Size      int64
 	Files     int64
 	CreatedAt time.Time
+}
+
+// Check is what both engines require of a version they insert.
+func (v *SkillVersion) Check() error {
+	if v.SkillID == "" || v.Version == "" || v.BlobKey == "" || v.Name == "" {
+		return fmt.Errorf("skill version %q/%q: SkillID, Version, Name and BlobKey are required: %w", v.SkillID, v.Version, ErrInvalid)
+	}
+	return nil
 }
 
 // SkillStore holds skills and their versions. Tenancy is the caller's

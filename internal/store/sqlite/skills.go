@@ -43,13 +43,6 @@ func scanSkillVersion(r scanner) (*store.SkillVersion, error) {
 	return &v, nil
 }
 
-func checkSkillVersion(v *store.SkillVersion) error {
-	if v.SkillID == "" || v.Version == "" || v.BlobKey == "" || v.Name == "" {
-		return fmt.Errorf("skill version %q/%q: SkillID, Version, Name and BlobKey are required: %w", v.SkillID, v.Version, store.ErrInvalid)
-	}
-	return nil
-}
-
 // insertSkillVersion adds v in tx; an existing (skill, version) →
 // ErrAlreadyExists.
 func (s *Store) insertSkillVersion(ctx context.Context, tx *wtx, v store.SkillVersion) (*store.SkillVersion, error) {
@@ -77,7 +70,7 @@ func (s *Store) CreateSkill(ctx context.Context, sk *store.Skill, first *store.S
 		return nil, nil, fmt.Errorf("skill: ID is required: %w", store.ErrInvalid)
 	}
 	v.SkillID, v.TenantID = in.ID, in.TenantID
-	if err := checkSkillVersion(&v); err != nil {
+	if err := v.Check(); err != nil {
 		return nil, nil, err
 	}
 	if in.CreatedAt.IsZero() {
@@ -164,7 +157,7 @@ func (s *Store) DeleteSkill(ctx context.Context, id string) ([]*store.SkillVersi
 // CreateSkillVersion implements store.SkillStore.
 func (s *Store) CreateSkillVersion(ctx context.Context, v *store.SkillVersion) (*store.SkillVersion, error) {
 	in := *v
-	if err := checkSkillVersion(&in); err != nil {
+	if err := in.Check(); err != nil {
 		return nil, err
 	}
 	if in.CreatedAt.IsZero() {
