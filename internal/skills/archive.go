@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -251,16 +252,17 @@ func readZip(data []byte, c *counter) ([]File, error) {
 	var out []File
 	for _, zf := range zr.File {
 		what := fmt.Sprintf("archive member %q", zf.Name)
+		mode := zf.Mode()
+		if mode.IsDir() {
+			continue // nothing is made of a directory entry: files name their own
+		}
 		name, err := cleanPath("archive member", zf.Name)
 		if err != nil {
 			return nil, err
 		}
-		mode := zf.Mode()
 		switch {
 		case mode&fs.ModeSymlink != 0:
 			return nil, badInput("%s is a symbolic link; links are not allowed in a skill", what)
-		case mode.IsDir():
-			continue
 		case !mode.IsRegular():
 			return nil, badInput("%s is not a regular file or directory", what)
 		}
@@ -298,21 +300,17 @@ func readTar(data []byte, c *counter) ([]File, error) {
 			return nil, badInput("the uploaded tar is malformed: %v", err)
 		}
 		what := fmt.Sprintf("archive member %q", hdr.Name)
+		if hdr.Typeflag == tar.TypeDir || hdr.Typeflag == tar.TypeXGlobalHeader {
+			continue // nothing is made of a directory entry: files name their own
+		}
 		name, err := cleanPath("archive member", hdr.Name)
 		if err != nil {
-			if hdr.Typeflag == tar.TypeDir && path.Clean(hdr.Name) == "." {
-				continue
-			}
 			return nil, err
 		}
 		switch hdr.Typeflag {
-		case tar.TypeDir:
-			continue
 		case tar.TypeSymlink, tar.TypeLink:
 			return nil, badInput("%s is a link to %q; links are not allowed in a skill", what, hdr.Linkname)
 		case tar.TypeReg, tar.TypeRegA:
-		case tar.TypeXGlobalHeader:
-			continue
 		default:
 			return nil, badInput("%s is not a regular file or directory (tar type %q)", what, hdr.Typeflag)
 		}
@@ -340,16 +338,14 @@ func bundle(files []File) (*Bundle, error) {
 		return nil, badInput("the upload holds no files; a skill needs at least SKILL.md")
 	}
 	top := ""
-	for _, f := range files {
-		if f.Path == "SKILL.md" {
-			top = ""
-			break
+	if !slices.ContainsFunc(files, func(f File) bool { return f.Path == "SKILL.md" }) {
+		for _, f := range files {
+			first, _, ok := strings.Cut(f.Path, "/")
+			if !ok || (top != "" && first != top) {
+				return nil, badInput("file %q: all files must be in one top-level directory with SKILL.md at its root (such as \"my-skill/SKILL.md\")", f.Path)
+			}
+			top = first
 		}
-		first, _, ok := strings.Cut(f.Path, "/")
-		if !ok || (top != "" && first != top) {
-			return nil, badInput("file %q: all files must be in one top-level directory with SKILL.md at its root (such as \"my-skill/SKILL.md\")", f.Path)
-		}
-		top = first
 	}
 	seen := map[string]bool{}
 	out := make([]File, 0, len(files))

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 )
@@ -24,10 +25,13 @@ func zipOf(t *testing.T, ms ...member) []byte {
 	for _, m := range ms {
 		h := &zip.FileHeader{Name: m.name, Method: zip.Deflate}
 		body := m.body
-		if m.typ == tar.TypeSymlink {
-			h.SetMode(0o777 | 1<<27) // fs.ModeSymlink
+		switch {
+		case m.typ == tar.TypeSymlink:
+			h.SetMode(0o777 | fs.ModeSymlink)
 			body = m.link
-		} else {
+		case strings.HasSuffix(m.name, "/"):
+			h.SetMode(0o755 | fs.ModeDir)
+		default:
 			h.SetMode(0o644)
 		}
 		w, err := zw.CreateHeader(h)
@@ -75,10 +79,11 @@ func tarOf(t *testing.T, gz bool, ms ...member) []byte {
 
 func TestReadAcceptsTheShapesTheSDKSends(t *testing.T) {
 	for name, parts := range map[string][]Part{
-		"one part per file": {{Name: "pdf-tools/SKILL.md", Data: []byte(goodMD)}, {Name: "pdf-tools/scripts/fill.py", Data: []byte("print(1)")}},
-		"zip":               {{Name: "skill.zip", Data: zipOf(t, member{name: "pdf-tools/SKILL.md", body: goodMD}, member{name: "pdf-tools/scripts/fill.py", body: "print(1)"})}},
-		"tar.gz":            {{Name: "skill.tgz", Data: tarOf(t, true, member{name: "pdf-tools/", typ: tar.TypeDir}, member{name: "pdf-tools/SKILL.md", body: goodMD}, member{name: "pdf-tools/scripts/fill.py", body: "print(1)"})}},
-		"flat tar":          {{Name: "x", Data: tarOf(t, false, member{name: "./SKILL.md", body: goodMD}, member{name: "scripts/fill.py", body: "print(1)"})}},
+		"one part per file":  {{Name: "pdf-tools/SKILL.md", Data: []byte(goodMD)}, {Name: "pdf-tools/scripts/fill.py", Data: []byte("print(1)")}},
+		"zip":                {{Name: "skill.zip", Data: zipOf(t, member{name: "pdf-tools/SKILL.md", body: goodMD}, member{name: "pdf-tools/scripts/fill.py", body: "print(1)"})}},
+		"tar.gz":             {{Name: "skill.tgz", Data: tarOf(t, true, member{name: "pdf-tools/", typ: tar.TypeDir}, member{name: "pdf-tools/SKILL.md", body: goodMD}, member{name: "pdf-tools/scripts/fill.py", body: "print(1)"})}},
+		"flat tar":           {{Name: "x", Data: tarOf(t, false, member{name: "./", typ: tar.TypeDir}, member{name: "scripts/fill.py", body: "print(1)"}, member{name: "./SKILL.md", body: goodMD})}},
+		"flat zip, root dir": {{Name: "x", Data: zipOf(t, member{name: "./"}, member{name: "scripts/fill.py", body: "print(1)"}, member{name: "SKILL.md", body: goodMD})}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			b, err := Read(parts, Limits{})
