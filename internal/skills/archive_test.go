@@ -79,11 +79,12 @@ func tarOf(t *testing.T, gz bool, ms ...member) []byte {
 
 func TestReadAcceptsTheShapesTheSDKSends(t *testing.T) {
 	for name, parts := range map[string][]Part{
-		"one part per file":  {{Name: "pdf-tools/SKILL.md", Data: []byte(goodMD)}, {Name: "pdf-tools/scripts/fill.py", Data: []byte("print(1)")}},
-		"zip":                {{Name: "skill.zip", Data: zipOf(t, member{name: "pdf-tools/SKILL.md", body: goodMD}, member{name: "pdf-tools/scripts/fill.py", body: "print(1)"})}},
-		"tar.gz":             {{Name: "skill.tgz", Data: tarOf(t, true, member{name: "pdf-tools/", typ: tar.TypeDir}, member{name: "pdf-tools/SKILL.md", body: goodMD}, member{name: "pdf-tools/scripts/fill.py", body: "print(1)"})}},
-		"flat tar":           {{Name: "x", Data: tarOf(t, false, member{name: "./", typ: tar.TypeDir}, member{name: "scripts/fill.py", body: "print(1)"}, member{name: "./SKILL.md", body: goodMD})}},
-		"flat zip, root dir": {{Name: "x", Data: zipOf(t, member{name: "./"}, member{name: "scripts/fill.py", body: "print(1)"}, member{name: "SKILL.md", body: goodMD})}},
+		"flat, a script first": {{Name: "scripts/fill.py", Data: []byte("print(1)")}, {Name: "SKILL.md", Data: []byte(goodMD)}},
+		"one part per file":    {{Name: "pdf-tools/SKILL.md", Data: []byte(goodMD)}, {Name: "pdf-tools/scripts/fill.py", Data: []byte("print(1)")}},
+		"zip":                  {{Name: "skill.zip", Data: zipOf(t, member{name: "pdf-tools/SKILL.md", body: goodMD}, member{name: "pdf-tools/scripts/fill.py", body: "print(1)"})}},
+		"tar.gz":               {{Name: "skill.tgz", Data: tarOf(t, true, member{name: "pdf-tools/", typ: tar.TypeDir}, member{name: "pdf-tools/SKILL.md", body: goodMD}, member{name: "pdf-tools/scripts/fill.py", body: "print(1)"})}},
+		"flat tar":             {{Name: "x", Data: tarOf(t, false, member{name: "./", typ: tar.TypeDir}, member{name: "scripts/fill.py", body: "print(1)"}, member{name: "./SKILL.md", body: goodMD})}},
+		"flat zip, root dir":   {{Name: "x", Data: zipOf(t, member{name: "./"}, member{name: "scripts/fill.py", body: "print(1)"}, member{name: "SKILL.md", body: goodMD})}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			b, err := Read(parts, Limits{})
