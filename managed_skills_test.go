@@ -244,7 +244,7 @@ func skillBlobs(t *testing.T, d *daemontest.Daemon) []string {
 // a compression bomb, too many files, no SKILL.md — are a 4xx that names
 // the problem or the limit, and nothing is stored.
 func TestSkillUploadsAreChecked(t *testing.T) {
-	d := daemontest.Start(t, func(c *config.Config) { c.Skills.MaxFiles = 3 })
+	d := daemontest.Start(t, func(c *config.Config) { c.Skills.MaxFiles, c.Skills.MaxUploadBytes = 3, 64<<10 })
 	ctx := context.Background()
 	c := sdkClient(d, d.AdminKey)
 	md := tar.Header{Name: "s/SKILL.md", Typeflag: tar.TypeReg}
@@ -263,6 +263,7 @@ func TestSkillUploadsAreChecked(t *testing.T) {
 		{"hardlink out", one(tgzSkill(t, []tar.Header{md, {Name: "s/h", Typeflag: tar.TypeLink, Linkname: "../../etc/shadow"}}, []string{skillMD, ""}), "s.tgz"), 400, "links are not allowed"},
 		{"compression bomb", one(tgzSkill(t, []tar.Header{md, {Name: "s/zeros", Typeflag: tar.TypeReg}}, []string{skillMD, strings.Repeat("\x00", 8<<20)}), "s.tgz"), 413, "skills.max_expansion_ratio"},
 		{"too many files", []io.Reader{skillFile("s/SKILL.md", skillMD), skillFile("s/a", "a"), skillFile("s/b", "b"), skillFile("s/c", "c")}, 413, "skills.max_files"},
+		{"upload too large", []io.Reader{skillFile("s/SKILL.md", skillMD), skillFile("s/big", strings.Repeat("x", 100<<10))}, 413, "skills.max_upload_bytes"},
 		{"no SKILL.md", []io.Reader{skillFile("s/README.md", "hi")}, 400, "SKILL.md is missing"},
 		{"no description", []io.Reader{skillFile("s/SKILL.md", "---\nname: s\n---\n")}, 400, `\"description\" is required`},
 		{"the generated test's bytes", []io.Reader{io.Reader(bytes.NewBuffer([]byte("Example data")))}, 400, "files[0] has no name"},
