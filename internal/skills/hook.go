@@ -37,6 +37,9 @@ type Hook struct {
 	placed map[string]string
 }
 
+// maxPlaced bounds Hook.placed.
+const maxPlaced = 10000
+
 // NewHook returns the skills hook.
 func NewHook(svc *Service, sandboxes Sandboxes) *Hook {
 	return &Hook{svc: svc, sandboxes: sandboxes, placed: map[string]string{}}
@@ -130,6 +133,11 @@ func (h *Hook) Prepare(ctx context.Context, s *store.ManagedSession, sandboxID s
 		}
 	}
 	h.mu.Lock()
+	if len(h.placed) >= maxPlaced {
+		// Sandboxes come and go and nothing tells the hook; forgetting
+		// costs one more (idempotent) write per live sandbox.
+		clear(h.placed)
+	}
 	h.placed[sandboxID] = key
 	h.mu.Unlock()
 	return nil
