@@ -1,10 +1,14 @@
 package agentkernel_test
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
 
 	"github.com/agentkernel/agentkernel/internal/model/anthropictest"
 )
@@ -40,7 +44,14 @@ func managedRules(w *managedWalker) []fieldRule {
 		notYet(agentFields+`\.execution_identity<OfAWSRole>`, "execution_identity.type"),
 		rule(agentFields + `\.execution_identity<OfServiceAccount>\.type$`).does(w.echoesAgent(".execution_identity.type")),
 		notYet(agentFields+`\.multiagent`, "multiagent"),
-		notYet(agentFields+`\.skills`, "skills"),
+		// Skills: a skill uploaded for the case, which the model's system
+		// prompt then lists (TestSkillsThroughTheSDK reads it in the
+		// sandbox). A session's agent takes new skills only at create.
+		notYet(`^session\.update \.agent\.skills`, "agent.skills"),
+		notYet(agentFields+`\.skills\[\]<OfAnthropic>`, "skills[0].type"),
+		rule(agentFields + `\.skills\[\]<OfCustom>\.(skill_id|type|version)$`).with(w.skillValue).does(w.modelSees("the skill", func(r anthropictest.Request, c *fieldCase) bool {
+			return strings.Contains(string(r.System), "walk skill "+c.marker)
+		})),
 		rule(`^agent\.update \.version$`).with(1).does(func(t *testing.T, c *fieldCase) {
 			w.post(t, "/v1/agents/"+c.state["agent"].(string), map[string]any{"system": "now version 2"})
 			if code, out := c.send(); code != 409 || !strings.Contains(fmt.Sprint(out), `version`) {
@@ -251,4 +262,26 @@ func managedRules(w *managedWalker) []fieldRule {
 		notYet(`^environment\.(create|update) \.config<OfSelfHosted>`, "config.type"),
 	}
 	return rules
+}
+
+// skillValue uploads a skill whose description carries the case's marker
+// and returns the leaf's value for it; the other fields of the reference
+// are filled to name it.
+func (w *managedWalker) skillValue(t *testing.T, c *fieldCase) any {
+	sk, err := w.c.Beta.Skills.New(context.Background(), anthropic.BetaSkillNewParams{Files: []io.Reader{anthropic.File(
+		strings.NewReader("---\nname: walk-skill\ndescription: walk skill "+c.marker+"\n---\n"), "walk-skill/SKILL.md", "text/markdown")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prefix := range []string{"fill.", "fill.agent<OfBetaManagedAgentsAgentWithOverridess>."} {
+		c.state[prefix+"skills[]<OfCustom>.skill_id"] = sk.ID
+		c.state[prefix+"skills[]<OfCustom>.type"] = "custom"
+	}
+	switch {
+	case strings.HasSuffix(c.leaf.path, ".type"):
+		return "custom"
+	case strings.HasSuffix(c.leaf.path, ".version"):
+		return sk.LatestVersionID
+	}
+	return sk.ID
 }

@@ -52,6 +52,8 @@ var requestBodies = map[string]any{
 	"POST /v1/memory_stores/{id}":                ManagedBody("BetaMemoryStoreUpdateParams"),
 	"POST /v1/memory_stores/{id}/memories":       ManagedBody("BetaMemoryStoreMemoryNewParams"),
 	"POST /v1/memory_stores/{id}/memories/{mid}": ManagedBody("BetaMemoryStoreMemoryUpdateParams"),
+	"POST /v1/skills":                            RawBody{}, // multipart (BetaSkillNewParams): managed_skills_test.go
+	"POST /v1/skills/{id}/versions":              RawBody{}, // multipart (BetaSkillVersionNewParams)
 }
 
 // RequestBodies returns a copy of requestBodies, keyed by route pattern.

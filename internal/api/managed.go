@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/memory"
 	"github.com/agentkernel/agentkernel/internal/session"
+	"github.com/agentkernel/agentkernel/internal/skills"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/vault"
 )
@@ -43,6 +44,9 @@ type ManagedOptions struct {
 	Vaults *vault.Service
 	// Memory serves /v1/memory_stores when set.
 	Memory *memory.Service
+	// Skills serves /v1/skills when set; without it an agent's skills are
+	// refused.
+	Skills *skills.Service
 }
 
 // managed holds the Managed Agents handlers' dependencies.
@@ -54,11 +58,12 @@ type managed struct {
 	maxEvBy int
 	// sandboxNetwork is ManagedOptions.SandboxNetwork.
 	sandboxNetwork string
-	vaults         *vault.Service // nil: a session's vault_ids are refused
+	vaults         *vault.Service  // nil: a session's vault_ids are refused
+	skills         *skills.Service // nil: an agent's skills are refused
 }
 
 func (s *Server) registerManagedRoutes(o *ManagedOptions) {
-	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork, vaults: o.Vaults}
+	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork, vaults: o.Vaults, skills: o.Skills}
 	if m.maxEvBy <= 0 {
 		m.maxEvBy = 256 << 10
 	}
@@ -93,6 +98,10 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 	}
 	if o.Memory != nil {
 		s.registerMemoryRoutes(m, o.Memory)
+	}
+	if o.Skills != nil {
+		s.skillUploads = o.Skills.Limits().UploadBytes
+		s.registerSkillRoutes(m, o.Skills)
 	}
 }
 

@@ -42,7 +42,7 @@ func newAgentDoc() agentDoc {
 // applyAgentFields writes the fields present in in onto d: on create d is
 // fresh, on update it is the current version (omitted fields preserved,
 // null clears where the SDK allows it).
-func applyAgentFields(in obj, d *agentDoc, create bool) error {
+func applyAgentFields(in obj, d *agentDoc, create bool, resolve skillResolver) error {
 	if create || in.has("name") {
 		name, err := in.reqStr("name")
 		if err != nil {
@@ -99,6 +99,13 @@ func applyAgentFields(in obj, d *agentDoc, create bool) error {
 	if err := refuseAgentExtras(in); err != nil {
 		return err
 	}
+	if in.has("skills") {
+		sk, err := normalizeSkills(in, resolve)
+		if err != nil {
+			return err
+		}
+		d.Skills = sk
+	}
 	if in.has("metadata") {
 		md, err := in.metadataPatch("metadata", d.Metadata, false)
 		if err != nil {
@@ -124,13 +131,10 @@ func applyAgentFields(in obj, d *agentDoc, create bool) error {
 }
 
 // refuseAgentExtras refuses the agent fields the SDK defines and the
-// runtime does not act on yet; their empty values (what the SDK sends when
+// runtime does not act on yet (multiagent); their empty values (what the SDK sends when
 // they are left out, or what clears them) are accepted and stored as such.
 func refuseAgentExtras(in obj) error {
-	return firstErr(
-		in.notYetUnlessEmpty("skills", "agentkernel loads no skills yet; send [] or leave it out"),
-		in.notYetUnlessEmpty("multiagent", "sessions run one agent; send null or leave it out"),
-	)
+	return in.notYetUnlessEmpty("multiagent", "sessions run one agent; send null or leave it out")
 }
 
 func rawObjects(os []obj) json.RawMessage {

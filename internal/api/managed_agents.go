@@ -34,7 +34,7 @@ func (m *managed) createAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := newAgentDoc()
-	if err := firstErr(applyAgentFields(in, &d, true), in.strict()); err != nil {
+	if err := firstErr(applyAgentFields(in, &d, true, m.skillsFor(r)), in.strict()); err != nil {
 		m.writeError(w, r, err)
 		return
 	}
@@ -104,7 +104,7 @@ func (m *managed) updateAgent(w http.ResponseWriter, r *http.Request) {
 		}
 		d, err := decodeAgentDoc(cur.Doc)
 		if err == nil {
-			err = applyAgentFields(in, &d, false)
+			err = applyAgentFields(in, &d, false, m.skillsFor(r))
 		}
 		if err == nil {
 			err = in.strict()

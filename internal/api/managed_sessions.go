@@ -74,7 +74,7 @@ func (m *managed) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	ad, err := decodeAgentDoc(agent.Doc)
 	if err == nil {
-		err = applyAgentFields(ref.overrides, &ad, false)
+		err = applyAgentFields(ref.overrides, &ad, false, m.skillsFor(r))
 	}
 	if err != nil {
 		m.writeError(w, r, err)
@@ -246,7 +246,7 @@ func (m *managed) updateSessionAgent(r *http.Request, s *store.ManagedSession, d
 	}
 	ad := newAgentDoc()
 	ad.Tools, ad.MCPServers = snap["tools"], snap["mcp_servers"]
-	if err := applyAgentFields(ag, &ad, false); err != nil {
+	if err := applyAgentFields(ag, &ad, false, nil); err != nil {
 		return err
 	}
 	snap["tools"], snap["mcp_servers"] = orEmptyArray(ad.Tools), orEmptyArray(ad.MCPServers)

@@ -77,6 +77,9 @@ func (s *Server) bodyLimit(r *http.Request) int64 {
 	if s.files != nil && isFileUpload(r) {
 		return max(s.maxBody, uploadBodyLimit(s.files.MaxBytes()))
 	}
+	if s.skillUploads > 0 && isSkillUpload(r) {
+		return max(s.maxBody, s.skillUploads+multipartSlack)
+	}
 	return s.maxBody
 }
 

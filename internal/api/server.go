@@ -48,8 +48,10 @@ type Server struct {
 	store   store.Store
 	log     *slog.Logger
 	maxBody int64
-	version string
-	metrics *httpMetrics
+	// skillUploads is skills.max_upload_bytes when /v1/skills is served.
+	skillUploads int64
+	version      string
+	metrics      *httpMetrics
 	// sandboxes is nil when the daemon runs without a sandbox layer.
 	sandboxes *sandbox.Manager
 	maxFile   int64

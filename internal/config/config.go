@@ -50,6 +50,22 @@ type Config struct {
 	Vault VaultConfig `toml:"vault"`
 	// Files is the Files API (/v1/files).
 	Files FilesConfig `toml:"files"`
+	// Skills bounds skill uploads (/v1/skills).
+	Skills SkillsConfig `toml:"skills"`
+}
+
+// SkillsConfig bounds what one skill upload may hold; 0 takes the
+// default. An upload over any of them is refused with a 413 naming it.
+type SkillsConfig struct {
+	// MaxUploadBytes bounds the upload as sent (default 32 MiB).
+	MaxUploadBytes int64 `toml:"max_upload_bytes"`
+	// MaxFiles bounds the files in one skill (default 1000).
+	MaxFiles int `toml:"max_files"`
+	// MaxUnpackedBytes bounds a skill's files unpacked (default 64 MiB).
+	MaxUnpackedBytes int64 `toml:"max_unpacked_bytes"`
+	// MaxExpansionRatio bounds unpacked bytes per archive byte (default
+	// 100): more is a compression bomb.
+	MaxExpansionRatio int64 `toml:"max_expansion_ratio"`
 }
 
 // FilesConfig configures the Files API.

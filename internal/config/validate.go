@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -54,6 +55,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Blob.Engine != "fs" {
 		add(&FieldError{Field: "blob.engine", Value: c.Blob.Engine, Accepted: `"fs"`, Reason: "unknown engine"})
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"skills.max_upload_bytes", c.Skills.MaxUploadBytes}, {"skills.max_files", int64(c.Skills.MaxFiles)},
+		{"skills.max_unpacked_bytes", c.Skills.MaxUnpackedBytes}, {"skills.max_expansion_ratio", c.Skills.MaxExpansionRatio}} {
+		if f.v < 0 {
+			add(&FieldError{Field: f.name, Value: strconv.FormatInt(f.v, 10), Accepted: "a positive number, or 0 for the default", Reason: "negative"})
+		}
 	}
 	if c.Blob.GCGrace < 0 {
 		add(&FieldError{Field: "blob.gc_grace", Value: c.Blob.GCGrace.D().String(), Accepted: "a non-negative duration (default 1h)", Reason: "negative"})

@@ -26,6 +26,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/memory"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
+	"github.com/agentkernel/agentkernel/internal/skills"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/store/postgres"
 	"github.com/agentkernel/agentkernel/internal/store/sqlite"
@@ -55,6 +56,7 @@ type Daemon struct {
 	files *files.Service
 	// memory keeps memory stores (nil without Managed Agents storage).
 	memory *memory.Service
+	skills *skills.Service
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -124,6 +126,9 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		}
 		d.vaults = vault.New(vault.Config{Store: st, Keys: keys, Log: log.With("component", "vault")})
 		d.memory = memory.New(memory.Config{Store: st, Log: log.With("component", "memory")})
+		d.skills = skills.New(skills.Config{Store: st, Blobs: blobs, Pins: gc, Log: log.With("component", "skills"),
+			Limits: skills.Limits{UploadBytes: cfg.Skills.MaxUploadBytes, Files: cfg.Skills.MaxFiles,
+				Bytes: cfg.Skills.MaxUnpackedBytes, Ratio: cfg.Skills.MaxExpansionRatio}})
 	}
 	proxy, audit, err := newEgress(cfg, st, d.vaults, d.registry, log)
 	if err != nil {
@@ -168,9 +173,10 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		managed.SandboxNetwork = cfg.Sandbox.Network
 		managed.Vaults = d.vaults
 		managed.Memory = d.memory
+		managed.Skills = d.skills
 		d.events, d.runner = events, runner
 		d.AddService(events)
-		rt, err := newSessionRuntime(cfg, st, events, mgr, d.vaults, log)
+		rt, err := newSessionRuntime(cfg, st, events, mgr, d.vaults, d.skills, log)
 		if err != nil {
 			d.closeStores()
 			return nil, err

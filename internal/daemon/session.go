@@ -10,6 +10,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/model"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
+	"github.com/agentkernel/agentkernel/internal/skills"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/vault"
 )
@@ -17,7 +18,7 @@ import (
 // newSessionRuntime builds the runtime that runs Managed Agents turns:
 // models from [models], tools in sandboxes from the manager, events
 // through the API's event log.
-func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventLog, mgr *sandbox.Manager, vaults *vault.Service, log *slog.Logger) (*session.Runtime, error) {
+func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventLog, mgr *sandbox.Manager, vaults *vault.Service, sk *skills.Service, log *slog.Logger) (*session.Runtime, error) {
 	routes := make([]model.Route, 0, len(cfg.Models))
 	for pattern, m := range cfg.Models {
 		routes = append(routes, model.Route{
@@ -43,6 +44,11 @@ func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventL
 	}
 	if mgr != nil {
 		rtCfg.Sandboxes = mgr
+		if sk != nil {
+			// The agent's skills under /workspace/skills/, listed in the
+			// system prompt.
+			rtCfg.Context = append(rtCfg.Context, skills.NewHook(sk, mgr))
+		}
 	}
 	if vaults != nil {
 		rtCfg.Credentials = vaults

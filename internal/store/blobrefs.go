@@ -26,6 +26,7 @@ var BlobKeyColumns = []BlobKeyColumn{
 	{Table: "backups", Column: "blob_key"},
 	{Table: "files", Column: "blob_key"},
 	{Table: "object_bundles", Column: "blob_key"},
+	{Table: "skill_versions", Column: "blob_key"},
 	{Table: "transcripts", Column: "blob_key"},
 }
 

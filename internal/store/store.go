@@ -24,6 +24,7 @@ type Store interface {
 	VaultStore
 	FileStore
 	MemoryStores
+	SkillStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.

@@ -17,6 +17,40 @@ var blobRefCases = []testCase{
 	{"LongListsAreSplit", testBlobRefsLongList},
 	{"ObjectBundlesHoldTheirBlob", testBlobRefsObjectBundles},
 	{"FilesHoldTheirBlob", testBlobRefsFiles},
+	{"SkillVersionsHoldTheirBlob", testBlobRefsSkillVersions},
+}
+
+// testBlobRefsSkillVersions: a skill version's archive is held while its
+// row exists, by a version deleted alone and by a skill deleted whole.
+func testBlobRefsSkillVersions(e *env) {
+	v := func(ver string) *store.SkillVersion {
+		return &store.SkillVersion{SkillID: "skill_gc", Version: ver, Name: "s", Description: "d", Directory: "s", BlobKey: "skills/" + ver}
+	}
+	_, _, err := e.s.CreateSkill(e.ctx, &store.Skill{ID: "skill_gc", TenantID: e.tenant, DisplayName: "s"}, v("1"))
+	mustOK(e.t, err, "CreateSkill")
+	_, err = e.s.CreateSkillVersion(e.ctx, v("2"))
+	mustOK(e.t, err, "CreateSkillVersion")
+	keys := []string{"skills/1", "skills/2"}
+	held := func(want ...string) {
+		e.t.Helper()
+		got, err := e.s.ReferencedBlobKeys(e.ctx, keys)
+		mustOK(e.t, err, "ReferencedBlobKeys")
+		if len(got) != len(want) {
+			e.t.Fatalf("referenced %v, want %v", got, want)
+		}
+		for _, k := range want {
+			if !got[k] {
+				e.t.Fatalf("referenced %v, want %v", got, want)
+			}
+		}
+	}
+	held("skills/1", "skills/2")
+	_, err = e.s.DeleteSkillVersion(e.ctx, "skill_gc", "2")
+	mustOK(e.t, err, "DeleteSkillVersion")
+	held("skills/1")
+	_, err = e.s.DeleteSkill(e.ctx, "skill_gc")
+	mustOK(e.t, err, "DeleteSkill")
+	held()
 }
 
 func testBlobRefsRowKinds(e *env) {
