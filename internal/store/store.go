@@ -22,6 +22,7 @@ type Store interface {
 	MonitorStore
 	BlobRefStore
 	VaultStore
+	PackageBuildStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.
