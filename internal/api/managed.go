@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentkernel/agentkernel/internal/packages"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/vault"
@@ -40,6 +41,8 @@ type ManagedOptions struct {
 	// Vaults serves /v1/vaults when set (the store must hold vaults too);
 	// without it a session's vault_ids are refused.
 	Vaults *vault.Service
+	// Packages builds environments' config.packages; nil refuses them.
+	Packages *packages.Service
 }
 
 // managed holds the Managed Agents handlers' dependencies.
@@ -52,10 +55,11 @@ type managed struct {
 	// sandboxNetwork is ManagedOptions.SandboxNetwork.
 	sandboxNetwork string
 	vaults         *vault.Service // nil: a session's vault_ids are refused
+	packages       *packages.Service
 }
 
 func (s *Server) registerManagedRoutes(o *ManagedOptions) {
-	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork, vaults: o.Vaults}
+	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork, vaults: o.Vaults, packages: o.Packages}
 	if m.maxEvBy <= 0 {
 		m.maxEvBy = 256 << 10
 	}

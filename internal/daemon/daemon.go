@@ -22,6 +22,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/blob/blobgc"
 	"github.com/agentkernel/agentkernel/internal/blob/fsblob"
 	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/packages"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -118,7 +119,15 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		}
 		d.vaults = vault.New(vault.Config{Store: st, Keys: keys, Log: log.With("component", "vault")})
 	}
-	proxy, audit, err := newEgress(cfg, st, d.vaults, d.registry, log)
+	// Environments' package layers: built in sandboxes of the manager below,
+	// whose egress policy the proxy asks it for.
+	pkgs, err := packages.New(packages.Config{Store: st, Dir: cfg.PackagesDir(), PipIndexURL: cfg.Packages.PipIndexURL,
+		NpmRegistry: cfg.Packages.NpmRegistry, Log: log.With("component", "packages")})
+	if err != nil {
+		d.closeStores()
+		return nil, err
+	}
+	proxy, audit, err := newEgress(cfg, st, d.vaults, pkgs, d.registry, log)
 	if err != nil {
 		d.closeStores()
 		return nil, err
@@ -135,6 +144,8 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		return nil, err
 	}
 	d.sandboxes, d.closers = mgr, append(d.closers, closers...)
+	pkgs.SetSandboxes(mgr)
+	mgr.AddHooks(pkgs.Hooks())
 	objects, err := newObjectRuntime(cfg, st, mgr, blobs, gc, d.registry, log)
 	if err != nil {
 		d.closeStores()
@@ -151,6 +162,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		return nil, fmt.Errorf("recover sandboxes: %w", err)
 	}
 	d.AddService(mgr)
+	d.AddService(pkgs) // stops before the manager: its build sandboxes are destroyed
 	// After recovery, so the first pass (at start) sees the rows recovery
 	// settled; writers pin their keys, so it may run beside them.
 	d.AddService(gc)
@@ -162,7 +174,8 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		managed.Vaults = d.vaults
 		d.events, d.runner = events, runner
 		d.AddService(events)
-		rt, err := newSessionRuntime(cfg, st, events, mgr, d.vaults, log)
+		managed.Packages = pkgs
+		rt, err := newSessionRuntime(cfg, st, events, mgr, d.vaults, pkgs, log)
 		if err != nil {
 			d.closeStores()
 			return nil, err
