@@ -250,7 +250,7 @@ func managedRules(w *managedWalker) []fieldRule {
 		// pip and npm are built into the environment's layer: stored and
 		// returned here, built and used in TestEnvironmentPackagesThroughTheSDK.
 		rule(`^environment\.(create|update) \.config<OfCloud>\.packages\.(pip|npm)\[\]$`).does(func(t *testing.T, c *fieldCase) {
-			w.echoes(".config.packages." + strings.TrimSuffix(c.leaf.path[strings.LastIndex(c.leaf.path, ".")+1:], "[]") + "[0]")(t, c)
+			w.echoes(".config.packages."+strings.TrimSuffix(c.leaf.path[strings.LastIndex(c.leaf.path, ".")+1:], "[]")+"[0]")(t, c)
 		}),
 		notYet(`^environment\.(create|update) \.config<OfCloud>\.packages\.(apt|cargo|gem|go)\[\]$`, "config.packages."),
 		notYet(`^environment\.(create|update) \.config<OfSelfHosted>`, "config.type"),
