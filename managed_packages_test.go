@@ -1,10 +1,14 @@
 package agentkernel_test
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -105,6 +109,60 @@ func (p *pipIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// makeNpmTarball is an npm package tarball of one module whose hello()
+// returns greeting.
+func makeNpmTarball(t *testing.T, name, version, greeting string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range []struct{ path, body string }{
+		{"package/package.json", fmt.Sprintf(`{"name":%q,"version":%q,"main":"index.js"}`, name, version)},
+		{"package/index.js", fmt.Sprintf("exports.hello = () => %q;\n", greeting)},
+	} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.path, Mode: 0o644, Size: int64(len(f.body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(f.body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// npmRegistry serves one package the way the npm registry does: its
+// packument at /<name> and its tarball.
+func npmRegistry(t *testing.T, name, version string, tarball []byte) *httptest.Server {
+	t.Helper()
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/" + name:
+			sum := sha512.Sum512(tarball)
+			sha := sha1.Sum(tarball)
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{
+				"name": name, "dist-tags": map[string]string{"latest": version},
+				"versions": map[string]any{version: map[string]any{"name": name, "version": version,
+					"dist": map[string]string{"tarball": srv.URL + "/" + name + "/-/" + name + "-" + version + ".tgz",
+						"shasum": hex.EncodeToString(sha[:]), "integrity": "sha512-" + base64.StdEncoding.EncodeToString(sum[:])}}},
+			})
+		case "/" + name + "/-/" + name + "-" + version + ".tgz":
+			w.Write(tarball)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // packagesBuild reads the environment's packages_build (an extra field
 // of the SDK's environment object).
 func packagesBuild(t *testing.T, e *anthropic.BetaEnvironment) map[string]any {
@@ -132,9 +190,10 @@ func TestEnvironmentPackagesThroughTheSDK(t *testing.T) {
 		gate: make(chan struct{}), gets: map[string]int{}}
 	srv := httptest.NewServer(idx)
 	defer srv.Close()
+	npm := npmRegistry(t, "akdemo-js", "1.0.0", makeNpmTarball(t, "akdemo-js", "1.0.0", "hello from akdemo-js"))
 
 	steps := []anthropictest.Turn{
-		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `python3 -c 'import akdemo; print(akdemo.hello(), akdemo.__file__)'; touch /opt/agentkernel/packages/x 2>/dev/null && echo writable || echo read-only`}}}},
+		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `python3 -c 'import akdemo; print(akdemo.hello(), akdemo.__file__)' 2>&1; node -e 'console.log(require("akdemo-js").hello())' 2>&1; touch /opt/agentkernel/packages/x 2>/dev/null && echo writable || echo read-only`}}}},
 	}
 	fake := anthropictest.New(t, func(r anthropictest.Request) anthropictest.Turn {
 		if n := r.AssistantTurns(); n < len(steps) {
@@ -145,6 +204,7 @@ func TestEnvironmentPackagesThroughTheSDK(t *testing.T) {
 	d := daemontest.Start(t, func(c *config.Config) {
 		c.Models = map[string]config.ModelConfig{"claude-*": {Provider: config.ProviderAnthropic, BaseURL: fake.URL, APIKey: "sk-fake"}}
 		c.Packages.PipIndexURL = srv.URL + "/simple"
+		c.Packages.NpmRegistry = npm.URL + "/"
 	})
 	ctx := context.Background()
 	c := sdkClient(d, d.AdminKey)
@@ -156,15 +216,18 @@ func TestEnvironmentPackagesThroughTheSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newPkgEnv := func(pip ...string) *anthropic.BetaEnvironment {
+	newEnvOf := func(pk anthropic.BetaPackagesParams) *anthropic.BetaEnvironment {
 		t.Helper()
 		e, err := c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "pkg",
-			Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{
-				Packages: anthropic.BetaPackagesParams{Pip: pip}}}})
+			Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{Packages: pk}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return e
+	}
+	newPkgEnv := func(pip ...string) *anthropic.BetaEnvironment {
+		t.Helper()
+		return newEnvOf(anthropic.BetaPackagesParams{Pip: pip})
 	}
 	// runTurn sends a message and returns the tool results and session
 	// errors of the turn; onToolUse runs when the model's tool call shows.
@@ -239,6 +302,13 @@ func TestEnvironmentPackagesThroughTheSDK(t *testing.T) {
 	idx.mu.Unlock()
 	if downloads != 1 {
 		t.Fatalf("the wheel was downloaded %d times, want 1", downloads)
+	}
+
+	// npm: a tarball from the local registry, required by name.
+	jsEnv := newEnvOf(anthropic.BetaPackagesParams{Npm: []string{"akdemo-js@1.0.0"}})
+	s4 := newSession(t, c, ag.ID, jsEnv.ID)
+	if results, errs := runTurn(s4.ID, nil); len(errs) != 0 || len(results) != 1 || !strings.Contains(results[0], "hello from akdemo-js") || !strings.Contains(results[0], "read-only") {
+		t.Fatalf("npm session: results %q, errors %q", results, errs)
 	}
 
 	// A package the index does not have: the build fails naming it.
