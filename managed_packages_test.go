@@ -24,6 +24,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
 	"github.com/agentkernel/agentkernel/internal/model/anthropictest"
+	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 // makeWheel builds a pure-Python wheel of one module whose hello()
@@ -185,6 +186,10 @@ func packagesBuild(t *testing.T, e *anthropic.BetaEnvironment) map[string]any {
 // read-only. A package the index lacks fails the build, which the
 // environment shows and a session reports as session.error naming it.
 func TestEnvironmentPackagesThroughTheSDK(t *testing.T) {
+	// The build runs the sandbox's pip and npm: the host's /usr, which the
+	// process driver's default image is.
+	testenv.File(t, "/usr/lib/python3/dist-packages/pip", "apt-get install -y python3-pip")
+	testenv.File(t, "/usr/bin/npm", "apt-get install -y npm")
 	name, wheel := makeWheel(t, "akdemo", "1.0", "hello from akdemo")
 	idx := &pipIndex{wheels: map[string][]byte{"akdemo": wheel}, names: map[string]string{"akdemo": name},
 		gate: make(chan struct{}), gets: map[string]int{}}

@@ -23,6 +23,13 @@ const maxLogTail = 4 << 10
 // only ever mounted read-only into the tenant's sandboxes.
 func (s *Service) build(ctx context.Context, b *store.PackageBuild, t Target) error {
 	start := time.Now()
+	if b.SandboxID != "" {
+		// An earlier process was stopped mid-build: its build sandbox
+		// outlived it. Destroy it before building again.
+		if _, err := s.cfg.Sandboxes.Destroy(ctx, b.TenantID, b.SandboxID); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, sandbox.ErrDestroyed) {
+			s.log.Warn("destroy an earlier build sandbox", "sandbox", b.SandboxID, "err", err)
+		}
+	}
 	staging := s.stagingDir(b.TenantID, b.Key)
 	if err := os.RemoveAll(staging); err != nil {
 		return err
