@@ -29,7 +29,7 @@ import (
 
 // makeWheel builds a pure-Python wheel of one module whose hello()
 // returns greeting.
-func makeWheel(t *testing.T, name, version, greeting string) (string, []byte) {
+func makeWheel(t testing.TB, name, version, greeting string) (string, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
@@ -112,7 +112,7 @@ func (p *pipIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // makeNpmTarball is an npm package tarball of one module whose hello()
 // returns greeting.
-func makeNpmTarball(t *testing.T, name, version, greeting string) []byte {
+func makeNpmTarball(t testing.TB, name, version, greeting string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
@@ -139,7 +139,7 @@ func makeNpmTarball(t *testing.T, name, version, greeting string) []byte {
 
 // npmRegistry serves one package the way the npm registry does: its
 // packument at /<name> and its tarball.
-func npmRegistry(t *testing.T, name, version string, tarball []byte) *httptest.Server {
+func npmRegistry(t testing.TB, name, version string, tarball []byte) *httptest.Server {
 	t.Helper()
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

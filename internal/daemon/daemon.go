@@ -42,6 +42,7 @@ type Daemon struct {
 	// clients at shutdown (sandboxes themselves keep running).
 	sandboxes *sandbox.Manager
 	closers   []func() error
+	packages  *packages.Service
 	registry  *prometheus.Registry
 	server    *api.Server
 	services  []Service
@@ -144,6 +145,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		return nil, err
 	}
 	d.sandboxes, d.closers = mgr, append(d.closers, closers...)
+	d.packages = pkgs
 	pkgs.SetSandboxes(mgr)
 	mgr.AddHooks(pkgs.Hooks())
 	objects, err := newObjectRuntime(cfg, st, mgr, blobs, gc, d.registry, log)
@@ -231,6 +233,9 @@ func (d *Daemon) AddService(s Service) { d.services = append(d.services, s) }
 // Vaults returns the vault service (nil without Managed Agents storage):
 // the session layer asks it for credentials.
 func (d *Daemon) Vaults() *vault.Service { return d.vaults }
+
+// Packages returns the environments' package builder.
+func (d *Daemon) Packages() *packages.Service { return d.packages }
 
 // Sandboxes returns the sandbox manager.
 func (d *Daemon) Sandboxes() *sandbox.Manager { return d.sandboxes }

@@ -153,9 +153,20 @@ func (s *Service) building(sb *store.Sandbox) *store.PackageBuild {
 // and a ready layer into the sandboxes that name it (read-only).
 func (s *Service) Hooks() sandbox.Hooks {
 	layer := func(sb *store.Sandbox) string {
+		// A ready build never changes, so its directory is remembered and
+		// a start reads nothing from the store (wake latency).
+		if key := sb.Metadata[MetaLayer]; key != "" {
+			if dir, ok := s.ready.Load(runKey(sb.TenantID, key)); ok {
+				if fi, err := os.Lstat(dir.(string)); err == nil && fi.IsDir() {
+					return dir.(string)
+				}
+				s.ready.Delete(runKey(sb.TenantID, key))
+			}
+		}
 		if b := s.lookup(sb, MetaLayer); b != nil && b.Status == store.BuildReady {
 			dir := s.layerDir(b.TenantID, b.Key)
 			if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
+				s.ready.Store(runKey(b.TenantID, b.Key), dir)
 				return dir
 			}
 			s.log.Warn("a sandbox's package layer is missing on this host; it starts without it", "sandbox", sb.ID, "key", b.Key)

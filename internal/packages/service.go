@@ -55,6 +55,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	running map[string]chan struct{} // tenant/key → closed when the build ends
+	ready   sync.Map                 // tenant/key → layer dir of a ready build
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
