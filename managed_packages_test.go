@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -307,6 +309,21 @@ func TestEnvironmentPackagesThroughTheSDK(t *testing.T) {
 	idx.mu.Unlock()
 	if downloads != 1 {
 		t.Fatalf("the wheel was downloaded %d times, want 1", downloads)
+	}
+
+	// The layer gone from this host (a restore on another disk): the next
+	// session rebuilds it from the environment's packages.
+	if err := os.RemoveAll(filepath.Join(d.Config.PackagesDir(), "layers")); err != nil {
+		t.Fatal(err)
+	}
+	if results, errs := runTurn(newSession(t, c, ag.ID, env.ID).ID, nil); len(errs) != 0 || len(results) != 1 || !strings.Contains(results[0], "hello from akdemo") {
+		t.Fatalf("session after the layer was lost: results %q, errors %q", results, errs)
+	}
+	idx.mu.Lock()
+	downloads = idx.gets["/files/"+name]
+	idx.mu.Unlock()
+	if downloads != 2 {
+		t.Fatalf("the wheel was downloaded %d times after the layer was lost, want 2", downloads)
 	}
 
 	// npm: a tarball from the local registry, required by name.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -81,6 +82,11 @@ func (s *Service) build(ctx context.Context, b *store.PackageBuild, t Target) er
 	}
 	layer := s.layerDir(b.TenantID, b.Key)
 	if err := os.RemoveAll(layer); err != nil {
+		return err
+	}
+	// The layers directory itself may be gone with what it held (a
+	// restore on another disk, an operator's cleanup).
+	if err := os.MkdirAll(filepath.Dir(layer), 0o755); err != nil {
 		return err
 	}
 	if err := os.Rename(staging, layer); err != nil {

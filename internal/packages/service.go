@@ -205,7 +205,13 @@ func (s *Service) start(b *store.PackageBuild, t Target) {
 			close(done)
 		}()
 		if err := s.build(s.ctx, &own, t); err != nil && s.ctx.Err() == nil {
+			// Not a package's failure but the daemon's (its disk, its
+			// store): the build fails with the error rather than being
+			// retried forever by every waiter.
 			s.log.Error("package build", "tenant", b.TenantID, "key", b.Key, "err", err)
+			if cur, gerr := s.cfg.Store.GetPackageBuild(s.ctx, b.TenantID, b.Key); gerr == nil && cur.Status == store.BuildBuilding {
+				_ = s.finish(cur, store.BuildFailed, "", "the daemon could not build the layer: "+err.Error())
+			}
 		}
 	}()
 }
@@ -217,6 +223,9 @@ type FailedError struct {
 }
 
 func (e *FailedError) Error() string {
+	if e.Package == "" {
+		return "the environment's packages failed to build: " + e.LogTail
+	}
 	msg := fmt.Sprintf("the environment's packages failed to build: %s package %q did not install", e.Manager, e.Package)
 	if e.LogTail != "" {
 		msg += ":\n" + e.LogTail
@@ -263,7 +272,8 @@ func (s *Service) Wait(ctx context.Context, tenantID, envID string, t Target) (m
 }
 
 // Status is a build's state as the environment shows it, nil for an
-// environment without packages. It starts nothing.
+// environment without packages. It starts only a build an earlier process
+// left unfinished.
 func (s *Service) Status(ctx context.Context, tenantID string, t Target) (*store.PackageBuild, error) {
 	if t.Spec.Empty() {
 		return nil, nil
@@ -271,6 +281,11 @@ func (s *Service) Status(ctx context.Context, tenantID string, t Target) (*store
 	b, err := s.cfg.Store.GetPackageBuild(ctx, tenantID, t.Key())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
+	}
+	if err == nil && b.Status == store.BuildBuilding && !s.isRunning(tenantID, b.Key) {
+		// Left building by a process that stopped: resume it, so the state
+		// shown moves on without waiting for a session to ask.
+		s.start(b, t)
 	}
 	return b, err
 }
