@@ -258,7 +258,12 @@ func managedRules(w *managedWalker) []fieldRule {
 		rule(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.allow_mcp_servers$`).does(w.echoes(".config.networking.allow_mcp_servers")),
 		rule(`^environment\.(create|update) \.config<OfCloud>\.networking<OfLimited>\.allow_package_managers$`).does(w.echoes(".config.networking.allow_package_managers")),
 		rule(`^environment\.(create|update) \.config<OfCloud>\.networking<OfUnrestricted>\.type$`).does(w.echoes(".config.networking.type")),
-		notYet(`^environment\.(create|update) \.config<OfCloud>\.packages\.\w+\[\]$`, "config.packages."),
+		// pip and npm are built into the environment's layer: stored and
+		// returned here, built and used in TestEnvironmentPackagesThroughTheSDK.
+		rule(`^environment\.(create|update) \.config<OfCloud>\.packages\.(pip|npm)\[\]$`).does(func(t *testing.T, c *fieldCase) {
+			w.echoes(".config.packages."+strings.TrimSuffix(c.leaf.path[strings.LastIndex(c.leaf.path, ".")+1:], "[]")+"[0]")(t, c)
+		}),
+		notYet(`^environment\.(create|update) \.config<OfCloud>\.packages\.(apt|cargo|gem|go)\[\]$`, "config.packages."),
 		notYet(`^environment\.(create|update) \.config<OfSelfHosted>`, "config.type"),
 	}
 	return rules

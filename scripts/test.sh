@@ -28,13 +28,17 @@ missing() {
 }
 
 require_go
-apt_install bubblewrap docker.io busybox-static iproute2 ca-certificates python3 nodejs
+apt_install bubblewrap docker.io busybox-static iproute2 ca-certificates python3 nodejs python3-pip npm
 if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
 	apt_install postgresql
 fi
 for interp in /usr/bin/python3 /usr/bin/node; do
 	[ -x "$interp" ] || missing "$interp is not installed (the object helper tests need it)"
 done
+# Environment package builds run the sandbox's pip and npm (the host's,
+# for the process driver's default image).
+/usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing "pip for /usr/bin/python3 is not installed (the environment packages tests need it)"
+[ -x /usr/bin/npm ] || missing "/usr/bin/npm is not installed (the environment packages tests need it)"
 
 # A short name: the tests' unix sockets live below it (107-byte limit).
 WORK="$(mktemp -d /tmp/aktest.XXXXXX)"

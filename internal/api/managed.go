@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/memory"
+	"github.com/agentkernel/agentkernel/internal/packages"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/skills"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -47,6 +48,8 @@ type ManagedOptions struct {
 	// Skills serves /v1/skills when set; without it an agent's skills are
 	// refused.
 	Skills *skills.Service
+	// Packages builds environments' config.packages; nil refuses them.
+	Packages *packages.Service
 }
 
 // managed holds the Managed Agents handlers' dependencies.
@@ -58,12 +61,13 @@ type managed struct {
 	maxEvBy int
 	// sandboxNetwork is ManagedOptions.SandboxNetwork.
 	sandboxNetwork string
-	vaults         *vault.Service  // nil: a session's vault_ids are refused
-	skills         *skills.Service // nil: an agent's skills are refused
+	vaults         *vault.Service    // nil: a session's vault_ids are refused
+	skills         *skills.Service   // nil: an agent's skills are refused
+	packages       *packages.Service // nil: environments' packages are refused
 }
 
 func (s *Server) registerManagedRoutes(o *ManagedOptions) {
-	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork, vaults: o.Vaults, skills: o.Skills}
+	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork, vaults: o.Vaults, skills: o.Skills, packages: o.Packages}
 	if m.maxEvBy <= 0 {
 		m.maxEvBy = 256 << 10
 	}

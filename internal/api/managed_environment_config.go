@@ -1,12 +1,17 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"strings"
+	"time"
 
 	"github.com/agentkernel/agentkernel/internal/egress"
+	"github.com/agentkernel/agentkernel/internal/packages"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
+	"github.com/agentkernel/agentkernel/internal/store"
 )
 
 // An environment's config (the SDK's BetaCloudConfig) says what its
@@ -16,10 +21,10 @@ import (
 // the operator's [sandbox] network (none: nothing leaves any sandbox) and
 // the environment's metadata agentkernel.network (none: no proxy; host: the
 // host's own network, which is unrestricted and not the proxy's to limit).
-// Packages are always empty: nothing installs them yet, and a request for
-// some is refused with "not supported yet".
-
-var packageManagers = []string{"apt", "cargo", "gem", "go", "npm", "pip"}
+// Packages (pip and npm; the other managers are refused "not supported
+// yet") are built once per environment version into a layer every sandbox
+// of the environment starts from (internal/packages); the build's state is
+// shown beside the config as packages_build.
 
 // maxEnvAllowedHosts bounds config.networking.allowed_hosts.
 const maxEnvAllowedHosts = 256
@@ -46,9 +51,10 @@ func (m *managed) envConfigJSON(d envDoc) json.RawMessage {
 			net = n
 		}
 	}
+	spec, _ := packages.FromConfig(d.Config)
 	pk := map[string]any{"type": "packages"}
-	for _, mgr := range packageManagers {
-		pk[mgr] = []string{}
+	for _, mgr := range packages.Managers {
+		pk[mgr] = orEmpty(*spec.List(mgr))
 	}
 	return mustJSON(map[string]any{"type": "cloud", "networking": net, "packages": pk})
 }
@@ -72,6 +78,13 @@ func (m *managed) checkEnvConfig(in obj, d *envDoc) error {
 	default:
 		return BadRequest("field %q: unknown environment type %q (want cloud)", cfg.field("type"), typ)
 	}
+	stored := map[string]json.RawMessage{}
+	if len(d.Config) > 0 {
+		if err := json.Unmarshal(d.Config, &stored); err != nil {
+			return err
+		}
+	}
+	stored["type"] = json.RawMessage(`"cloud"`)
 	if net, ok, err := cfg.object("networking"); err != nil {
 		return err
 	} else if ok {
@@ -79,29 +92,94 @@ func (m *managed) checkEnvConfig(in obj, d *envDoc) error {
 		if err != nil {
 			return err
 		}
-		d.Config = mustJSON(map[string]any{"type": "cloud", "networking": n})
+		stored["networking"] = mustJSON(n)
 	}
 	cfg.has("networking")
 	if pk, ok, err := cfg.object("packages"); err != nil {
 		return err
 	} else if ok {
-		if t, err := pk.str("type"); err != nil {
+		spec, err := m.checkPackages(pk)
+		if err != nil {
 			return err
-		} else if t != "" && t != "packages" {
-			return BadRequest("field %q must be packages, got %q", pk.field("type"), t)
 		}
-		for _, mgr := range packageManagers {
-			list, err := pk.strings(mgr)
-			if err != nil {
-				return err
-			}
-			if len(list) > 0 {
-				return pk.notYet(mgr, "agentkernel installs no packages into sandboxes yet; install them with a command in the sandbox, or use an image that has them (metadata agentkernel.image)")
-			}
-		}
+		stored["packages"] = mustJSON(spec)
 	}
 	cfg.has("packages")
+	d.Config = mustJSON(stored)
 	return nil
+}
+
+// checkPackages reads config.packages: every list replaces the stored
+// one (the SDK sends them all).
+func (m *managed) checkPackages(pk obj) (packages.Spec, error) {
+	var spec packages.Spec
+	if t, err := pk.str("type"); err != nil {
+		return spec, err
+	} else if t != "" && t != "packages" {
+		return spec, BadRequest("field %q must be packages, got %q", pk.field("type"), t)
+	}
+	total := 0
+	for _, mgr := range packages.Managers {
+		list, err := pk.strings(mgr)
+		if err != nil {
+			return spec, err
+		}
+		if len(list) == 0 {
+			continue
+		}
+		if !packages.Supported[mgr] {
+			return spec, pk.notYet(mgr, "agentkernel builds pip and npm packages into an environment's layer; install "+mgr+" packages with a command in the sandbox, or use an image that has them (metadata agentkernel.image)")
+		}
+		if m.packages == nil {
+			return spec, pk.notYet(mgr, "this daemon runs no sandbox layer to build packages in")
+		}
+		for i, name := range list {
+			if err := packages.CheckName(name); err != nil {
+				return spec, BadRequest("field \"%s[%d]\" %v", pk.field(mgr), i, err)
+			}
+		}
+		total += len(list)
+		*spec.List(mgr) = list
+	}
+	if total > packages.MaxPackages {
+		return spec, BadRequest("field %q lists %d packages; the limit is %d for all managers together", pk.path, total, packages.MaxPackages)
+	}
+	return spec, nil
+}
+
+// envBuild is the environment's package build as shown beside its config
+// (packages_build: status building, ready or failed, progress, and for a
+// failed build the package and the end of its log), or nil without
+// packages. start begins the build when there is none (create, update).
+func (m *managed) envBuild(ctx context.Context, e *store.Environment, d envDoc, start bool) (any, error) {
+	spec, err := packages.FromConfig(d.Config)
+	if err != nil || spec.Empty() || m.packages == nil {
+		return nil, err
+	}
+	es, err := session.ParseSandboxMetadata(d.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	t, err := m.packages.Target(ctx, spec, es.Driver, es.Image)
+	if err != nil {
+		return nil, err
+	}
+	var b *store.PackageBuild
+	if start && e.ArchivedAt == nil {
+		b, err = m.packages.Ensure(ctx, e.TenantID, e.ID, t)
+	} else {
+		b, err = m.packages.Status(ctx, e.TenantID, t)
+	}
+	if err != nil || b == nil {
+		return nil, err
+	}
+	out := map[string]any{"status": b.Status, "progress": b.Progress, "updated_at": b.UpdatedAt.UTC().Format(time.RFC3339Nano)}
+	if b.Status == store.BuildFailed {
+		mgr, pkg, _ := strings.Cut(b.Package, ":")
+		out["failed_package"] = map[string]string{"manager": mgr, "name": pkg}
+		out["log_tail"] = b.LogTail
+	}
+	return out, nil
 }
 
 // checkNetworking reads config.networking against what the environment's
@@ -166,4 +244,12 @@ func (m *managed) checkNetworking(n obj, d envDoc) (*session.Networking, error) 
 	default:
 		return nil, BadRequest("field %q: unknown networking type %q (want %s or %s)", n.field("type"), typ, session.NetworkingUnrestricted, session.NetworkingLimited)
 	}
+}
+
+// orEmpty renders a nil list as [] (the SDK's lists are required).
+func orEmpty(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }

@@ -36,7 +36,20 @@ func (m *managed) writeEnvironment(w http.ResponseWriter, r *http.Request, e *st
 		m.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, m.toEnvJSON(e, d))
+	m.writeEnvJSON(w, r, e, d, false)
+}
+
+// writeEnvJSON writes the environment with its package build (start: begin
+// the build if there is none).
+func (m *managed) writeEnvJSON(w http.ResponseWriter, r *http.Request, e *store.Environment, d envDoc, start bool) {
+	out := m.toEnvJSON(e, d)
+	b, err := m.envBuild(r.Context(), e, d, start)
+	if err != nil {
+		m.writeError(w, r, err)
+		return
+	}
+	out["packages_build"] = b
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (m *managed) toEnvJSON(e *store.Environment, d envDoc) map[string]any {
@@ -165,7 +178,7 @@ func (m *managed) createEnvironment(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, m.toEnvJSON(e, d))
+	m.writeEnvJSON(w, r, e, d, true)
 }
 
 func (m *managed) getEnvironment(w http.ResponseWriter, r *http.Request) {
@@ -207,7 +220,7 @@ func (m *managed) updateEnvironment(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, notFoundAs("environment", id, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, m.toEnvJSON(e, d))
+	m.writeEnvJSON(w, r, e, d, true)
 }
 
 func (m *managed) archiveEnvironment(w http.ResponseWriter, r *http.Request) {
@@ -272,7 +285,12 @@ func (m *managed) listEnvironments(w http.ResponseWriter, r *http.Request) {
 			m.writeError(w, r, err)
 			return
 		}
-		out = append(out, m.toEnvJSON(e, d))
+		v := m.toEnvJSON(e, d)
+		if v["packages_build"], err = m.envBuild(r.Context(), e, d, false); err != nil {
+			m.writeError(w, r, err)
+			return
+		}
+		out = append(out, v)
 	}
 	writePage(w, out, more, func(v map[string]any) string { return v["id"].(string) })
 }

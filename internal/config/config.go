@@ -52,6 +52,19 @@ type Config struct {
 	Files FilesConfig `toml:"files"`
 	// Skills bounds skill uploads (/v1/skills).
 	Skills SkillsConfig `toml:"skills"`
+	// Packages is how environments' config.packages are built.
+	Packages PackagesConfig `toml:"packages"`
+}
+
+// PackagesConfig points the package managers of environment builds at the
+// operator's indexes (a mirror, or a local index in tests). The hosts of
+// these URLs are what a build sandbox may reach beside the public
+// registries (egress.PackageManagerHosts).
+type PackagesConfig struct {
+	// PipIndexURL is pip's --index-url (a PEP 503 simple index).
+	PipIndexURL string `toml:"pip_index_url"`
+	// NpmRegistry is npm's --registry.
+	NpmRegistry string `toml:"npm_registry"`
 }
 
 // SkillsConfig bounds what one skill upload may hold; 0 takes the
@@ -237,6 +250,9 @@ func (c *Config) ImagesDir() string {
 	}
 	return filepath.Join(c.Home, "images")
 }
+
+// PackagesDir holds the built package layers of environments.
+func (c *Config) PackagesDir() string { return filepath.Join(c.Home, "packages") }
 
 // SandboxDataDir holds each sandbox's host workspace.
 func (c *Config) SandboxDataDir() string { return filepath.Join(c.Home, "sandboxes") }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,14 @@ func (c *Config) Validate() error {
 		}
 	default:
 		add(&FieldError{Field: "store.engine", Value: c.Store.Engine, Accepted: `"sqlite" or "postgres"`, Reason: "unknown engine"})
+	}
+	for field, v := range map[string]string{"packages.pip_index_url": c.Packages.PipIndexURL, "packages.npm_registry": c.Packages.NpmRegistry} {
+		if v == "" {
+			continue
+		}
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			add(&FieldError{Field: field, Value: v, Accepted: "an http or https URL without credentials, e.g. https://pypi.example.com/simple", Reason: "not such a URL"})
+		}
 	}
 	if c.Blob.Engine != "fs" {
 		add(&FieldError{Field: "blob.engine", Value: c.Blob.Engine, Accepted: `"fs"`, Reason: "unknown engine"})

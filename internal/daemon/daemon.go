@@ -24,6 +24,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/files"
 	"github.com/agentkernel/agentkernel/internal/memory"
+	"github.com/agentkernel/agentkernel/internal/packages"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/skills"
@@ -44,6 +45,7 @@ type Daemon struct {
 	// clients at shutdown (sandboxes themselves keep running).
 	sandboxes *sandbox.Manager
 	closers   []func() error
+	packages  *packages.Service
 	registry  *prometheus.Registry
 	server    *api.Server
 	services  []Service
@@ -130,7 +132,15 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 			Limits: skills.Limits{UploadBytes: cfg.Skills.MaxUploadBytes, Files: cfg.Skills.MaxFiles,
 				Bytes: cfg.Skills.MaxUnpackedBytes, Ratio: cfg.Skills.MaxExpansionRatio}})
 	}
-	proxy, audit, err := newEgress(cfg, st, d.vaults, d.registry, log)
+	// Environments' package layers: built in sandboxes of the manager below,
+	// whose egress policy the proxy asks it for.
+	pkgs, err := packages.New(packages.Config{Store: st, Dir: cfg.PackagesDir(), PipIndexURL: cfg.Packages.PipIndexURL,
+		NpmRegistry: cfg.Packages.NpmRegistry, Log: log.With("component", "packages")})
+	if err != nil {
+		d.closeStores()
+		return nil, err
+	}
+	proxy, audit, err := newEgress(cfg, st, d.vaults, pkgs, d.registry, log)
 	if err != nil {
 		d.closeStores()
 		return nil, err
@@ -147,6 +157,9 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		return nil, err
 	}
 	d.sandboxes, d.closers = mgr, append(d.closers, closers...)
+	d.packages = pkgs
+	pkgs.SetSandboxes(mgr)
+	mgr.AddHooks(pkgs.Hooks())
 	objects, err := newObjectRuntime(cfg, st, mgr, blobs, gc, d.registry, log)
 	if err != nil {
 		d.closeStores()
@@ -163,6 +176,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		return nil, fmt.Errorf("recover sandboxes: %w", err)
 	}
 	d.AddService(mgr)
+	d.AddService(pkgs) // stops before the manager: its build sandboxes are destroyed
 	// After recovery, so the first pass (at start) sees the rows recovery
 	// settled; writers pin their keys, so it may run beside them.
 	d.AddService(gc)
@@ -176,7 +190,8 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		managed.Skills = d.skills
 		d.events, d.runner = events, runner
 		d.AddService(events)
-		rt, err := newSessionRuntime(cfg, st, events, mgr, d.vaults, d.skills, log)
+		managed.Packages = pkgs
+		rt, err := newSessionRuntime(cfg, st, events, mgr, sessionServices{vaults: d.vaults, skills: d.skills, packages: pkgs}, log)
 		if err != nil {
 			d.closeStores()
 			return nil, err
@@ -243,6 +258,9 @@ func (d *Daemon) Files() *files.Service { return d.files }
 // Memory returns the memory store service (nil without Managed Agents
 // storage): session resources mount and sync stores through it.
 func (d *Daemon) Memory() *memory.Service { return d.memory }
+
+// Packages returns the environments' package builder.
+func (d *Daemon) Packages() *packages.Service { return d.packages }
 
 // Sandboxes returns the sandbox manager.
 func (d *Daemon) Sandboxes() *sandbox.Manager { return d.sandboxes }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/egress"
+	"github.com/agentkernel/agentkernel/internal/packages"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -20,7 +21,7 @@ import (
 // (created once, key 0600), policies resolved per connection from the
 // store and the vaults, decisions to the audit log. nil when the
 // operator's [sandbox] network leaves sandboxes no way out through it.
-func newEgress(cfg config.Config, st store.Store, vaults *vault.Service, reg prometheus.Registerer, log *slog.Logger) (*egress.Proxy, *egressAudit, error) {
+func newEgress(cfg config.Config, st store.Store, vaults *vault.Service, builds *packages.Service, reg prometheus.Registerer, log *slog.Logger) (*egress.Proxy, *egressAudit, error) {
 	if cfg.Sandbox.Network != "" && cfg.Sandbox.Network != sandbox.NetworkEgress {
 		return nil, nil, nil
 	}
@@ -42,7 +43,7 @@ func newEgress(cfg config.Config, st store.Store, vaults *vault.Service, reg pro
 		}
 	}
 	audit := newEgressAudit(st, reg, log.With("component", "egress-audit"))
-	pol := &session.Policies{Store: st}
+	pol := &session.Policies{Store: st, Builds: builds}
 	if vaults != nil {
 		pol.Vaults = vaults
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/ids"
 	"github.com/agentkernel/agentkernel/internal/model"
+	"github.com/agentkernel/agentkernel/internal/packages"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/skills"
@@ -18,7 +19,15 @@ import (
 // newSessionRuntime builds the runtime that runs Managed Agents turns:
 // models from [models], tools in sandboxes from the manager, events
 // through the API's event log.
-func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventLog, mgr *sandbox.Manager, vaults *vault.Service, sk *skills.Service, log *slog.Logger) (*session.Runtime, error) {
+// sessionServices are the services a session's turns use beside the store
+// and the sandboxes; nil ones are left out.
+type sessionServices struct {
+	vaults   *vault.Service
+	skills   *skills.Service
+	packages *packages.Service
+}
+
+func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventLog, mgr *sandbox.Manager, svc sessionServices, log *slog.Logger) (*session.Runtime, error) {
 	routes := make([]model.Route, 0, len(cfg.Models))
 	for pattern, m := range cfg.Models {
 		routes = append(routes, model.Route{
@@ -44,15 +53,18 @@ func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventL
 	}
 	if mgr != nil {
 		rtCfg.Sandboxes = mgr
-		if sk != nil {
+		if svc.skills != nil {
 			// The agent's skills under /workspace/skills/, listed in the
 			// system prompt.
-			rtCfg.Context = append(rtCfg.Context, skills.NewHook(sk, mgr))
+			rtCfg.Context = append(rtCfg.Context, skills.NewHook(svc.skills, mgr))
+		}
+		if svc.packages != nil {
+			rtCfg.Packages = svc.packages
 		}
 	}
-	if vaults != nil {
-		rtCfg.Credentials = vaults
-		rtCfg.MCPAuth = vaults
+	if svc.vaults != nil {
+		rtCfg.Credentials = svc.vaults
+		rtCfg.MCPAuth = svc.vaults
 	}
 	return session.NewRuntime(rtCfg)
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -34,6 +35,11 @@ type PolicyStore interface {
 type Policies struct {
 	Store  PolicyStore
 	Vaults EnvCredentials // nil: no credentials are injected
+	// Builds gives the policy of a sandbox of no session that an
+	// environment's package build runs (*packages.Service); nil: none.
+	Builds interface {
+		Policy(ctx context.Context, sb *store.Sandbox) (*egress.Policy, error)
+	}
 }
 
 // ErrNoPolicy: the sandbox belongs to no session, so nothing may leave it.
@@ -46,6 +52,11 @@ func (p *Policies) Resolve(ctx context.Context, sandboxID string) (*egress.Polic
 		return nil, fmt.Errorf("sandbox %s: %w", sandboxID, err)
 	}
 	sessionID := sb.Metadata["agentkernel.session"]
+	if sessionID == "" && p.Builds != nil {
+		if pol, err := p.Builds.Policy(ctx, sb); !errors.Is(err, ErrNoPolicy) {
+			return pol, err
+		}
+	}
 	if sessionID == "" {
 		return nil, fmt.Errorf("sandbox %s belongs to no Managed Agents session; only sessions' sandboxes reach out, through their environment's networking: %w", sandboxID, ErrNoPolicy)
 	}

@@ -34,6 +34,14 @@ type Sandboxes interface {
 	Destroy(ctx context.Context, tenantID, id string) (*sandbox.Info, error)
 }
 
+// PackageLayers gives an environment's package layer (*packages.Layers).
+type PackageLayers interface {
+	// Layer waits for the layer of env's config.packages for sandboxes of
+	// driver and image and returns the metadata of a sandbox that starts
+	// from it (nil when the environment has no packages).
+	Layer(ctx context.Context, env *store.Environment, driver, image string) (map[string]string, error)
+}
+
 // Store is what the runtime keeps in the store: sessions, events and run
 // rows, and the op journal, stream chunks and background tasks of
 // crash-proof turns.
@@ -83,6 +91,11 @@ type RuntimeConfig struct {
 	// Context are the layers that fill a session's sandbox beyond its
 	// workspace and take back what a turn leaves (see ContextHook).
 	Context []ContextHook
+	// Packages, when set, gives the package layer of an environment: the
+	// session's sandbox is created once it is built (the first tool call
+	// waits), with the metadata it returns; a failed build fails the tool
+	// call with an error that names the package.
+	Packages PackageLayers
 	// Failpoint, when set, is called at named points of a turn (crash
 	// tests hang the process there; see failpoints.go).
 	Failpoint func(name string)

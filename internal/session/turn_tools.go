@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/agentkernel/agentkernel/internal/mcp"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
@@ -111,6 +112,7 @@ func (w *worker) ensureSandbox(ctx context.Context, ts *turnState) (string, erro
 		return cur.SandboxID, nil
 	}
 	var spec EnvSandbox
+	meta := map[string]string{}
 	if ts.s.EnvironmentID != "" {
 		env, err := r.cfg.Store.GetEnvironment(ctx, ts.s.EnvironmentID)
 		if err != nil {
@@ -119,11 +121,19 @@ func (w *worker) ensureSandbox(ctx context.Context, ts *turnState) (string, erro
 		if spec, err = parseEnvironment(env); err != nil {
 			return "", err
 		}
+		if r.cfg.Packages != nil {
+			layer, err := r.cfg.Packages.Layer(ctx, env, spec.Driver, spec.Image)
+			if err != nil {
+				return "", fmt.Errorf("environment %s: %w", env.ID, err)
+			}
+			maps.Copy(meta, layer)
+		}
 	}
+	meta["agentkernel.session"] = w.id
 	info, err := r.cfg.Sandboxes.Create(ctx, sandbox.CreateParams{
 		TenantID: ts.s.TenantID, Driver: spec.Driver, Image: spec.Image, Network: spec.Network,
 		Limits: spec.Limits, SleepAfter: spec.SleepAfter, Environment: ts.s.EnvironmentID, SessionKey: w.id,
-		Metadata: map[string]string{"agentkernel.session": w.id},
+		Metadata: meta,
 	})
 	if err != nil {
 		return "", fmt.Errorf("create the session's sandbox: %w", err)

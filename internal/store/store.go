@@ -25,6 +25,7 @@ type Store interface {
 	FileStore
 	MemoryStores
 	SkillStore
+	PackageBuildStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.
