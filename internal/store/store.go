@@ -22,6 +22,7 @@ type Store interface {
 	MonitorStore
 	BlobRefStore
 	VaultStore
+	SessionResourceStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.
