@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentkernel/agentkernel/internal/resources"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/vault"
@@ -40,6 +41,9 @@ type ManagedOptions struct {
 	// Vaults serves /v1/vaults when set (the store must hold vaults too);
 	// without it a session's vault_ids are refused.
 	Vaults *vault.Service
+	// Resources serves sessions' resources when set (the store must hold
+	// them too); without it `resources` is refused.
+	Resources *resources.Service
 }
 
 // managed holds the Managed Agents handlers' dependencies.
@@ -51,11 +55,12 @@ type managed struct {
 	maxEvBy int
 	// sandboxNetwork is ManagedOptions.SandboxNetwork.
 	sandboxNetwork string
-	vaults         *vault.Service // nil: a session's vault_ids are refused
+	vaults         *vault.Service     // nil: a session's vault_ids are refused
+	resources      *resources.Service // nil: a session's resources are refused
 }
 
 func (s *Server) registerManagedRoutes(o *ManagedOptions) {
-	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork, vaults: o.Vaults}
+	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork, vaults: o.Vaults, resources: o.Resources}
 	if m.maxEvBy <= 0 {
 		m.maxEvBy = 256 << 10
 	}
@@ -85,6 +90,9 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 	s.mux.HandleFunc("POST /v1/sessions/{id}/events", a(s.noQuery(m.sendEvents)))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", a(m.streamEvents))
 
+	if o.Resources != nil {
+		s.registerResourceRoutes(m)
+	}
 	if vst, ok := o.Store.(store.VaultStore); ok && o.Vaults != nil {
 		s.registerVaultRoutes(m, vst, o.Vaults)
 	}

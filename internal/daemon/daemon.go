@@ -22,6 +22,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/blob/blobgc"
 	"github.com/agentkernel/agentkernel/internal/blob/fsblob"
 	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/resources"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -49,6 +50,8 @@ type Daemon struct {
 	runner *runnerSlot
 	// vaults keeps vault credentials (nil without Managed Agents storage).
 	vaults *vault.Service
+	// resources runs sessions' resources (nil without Managed Agents storage).
+	resources *resources.Service
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -135,6 +138,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		return nil, err
 	}
 	d.sandboxes, d.closers = mgr, append(d.closers, closers...)
+	d.resources = newResources(cfg, st, mgr, d.vaults, log)
 	objects, err := newObjectRuntime(cfg, st, mgr, blobs, gc, d.registry, log)
 	if err != nil {
 		d.closeStores()
@@ -160,9 +164,10 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 	if events != nil {
 		managed.SandboxNetwork = cfg.Sandbox.Network
 		managed.Vaults = d.vaults
+		managed.Resources = d.resources
 		d.events, d.runner = events, runner
 		d.AddService(events)
-		rt, err := newSessionRuntime(cfg, st, events, mgr, d.vaults, log)
+		rt, err := newSessionRuntime(cfg, st, events, mgr, d.vaults, d.resources, log)
 		if err != nil {
 			d.closeStores()
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/ids"
 	"github.com/agentkernel/agentkernel/internal/model"
+	"github.com/agentkernel/agentkernel/internal/resources"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -17,7 +18,7 @@ import (
 // newSessionRuntime builds the runtime that runs Managed Agents turns:
 // models from [models], tools in sandboxes from the manager, events
 // through the API's event log.
-func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventLog, mgr *sandbox.Manager, vaults *vault.Service, log *slog.Logger) (*session.Runtime, error) {
+func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventLog, mgr *sandbox.Manager, vaults *vault.Service, res *resources.Service, log *slog.Logger) (*session.Runtime, error) {
 	routes := make([]model.Route, 0, len(cfg.Models))
 	for pattern, m := range cfg.Models {
 		routes = append(routes, model.Route{
@@ -47,6 +48,9 @@ func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventL
 	if vaults != nil {
 		rtCfg.Credentials = vaults
 		rtCfg.MCPAuth = vaults
+	}
+	if res != nil {
+		rtCfg.Context = append(rtCfg.Context, res)
 	}
 	return session.NewRuntime(rtCfg)
 }

@@ -56,22 +56,22 @@ func bad(field, format string, args ...any) error {
 
 // Limits of a session's resources.
 const (
-	MaxResources       = 64
-	maxMountPath       = 1024
-	maxInstructions    = 4096
-	maxURL             = 2048
-	maxToken           = 4096
-	defaultUploadsDir  = "/mnt/session/uploads"
-	OutputsPath        = "/mnt/session/outputs"
-	MemoryRoot         = "/mnt/memory"
-	linksDir           = "/mnt/.links"
-	stagingDir         = "/mnt/.staging"
-	defaultWorkspace   = "/workspace"
-	mntRoot            = "/mnt"
-	accessReadWrite    = "read_write"
-	accessReadOnly     = "read_only"
-	checkoutBranch     = "branch"
-	checkoutCommit     = "commit"
+	MaxResources      = 64
+	maxMountPath      = 1024
+	maxInstructions   = 4096
+	maxURL            = 2048
+	maxToken          = 4096
+	defaultUploadsDir = "/mnt/session/uploads"
+	OutputsPath       = "/mnt/session/outputs"
+	MemoryRoot        = "/mnt/memory"
+	linksDir          = "/mnt/.links"
+	stagingDir        = "/mnt/.staging"
+	defaultWorkspace  = "/workspace"
+	mntRoot           = "/mnt"
+	accessReadWrite   = "read_write"
+	accessReadOnly    = "read_only"
+	checkoutBranch    = "branch"
+	checkoutCommit    = "commit"
 )
 
 // reserved are paths no resource may be mounted at or under: the kernel's
@@ -80,8 +80,8 @@ var reserved = []string{"/proc", "/dev", "/sys", "/run", "/.agentkernel", "/etc"
 	OutputsPath, linksDir, stagingDir}
 
 var (
-	shaRE      = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
-	repoNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	shaRE       = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+	repoNameRE  = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 	storeNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 )
 
