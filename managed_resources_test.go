@@ -1,0 +1,328 @@
+package agentkernel_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+
+	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
+	"github.com/agentkernel/agentkernel/internal/ids"
+	"github.com/agentkernel/agentkernel/internal/model/anthropictest"
+	"github.com/agentkernel/agentkernel/internal/resources"
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+// memFiles stands in for the files service (internal/files, another part
+// of issue 12) until the daemon wires it: tenant-scoped files in memory,
+// with the API the resources layer consumes.
+type memFiles struct {
+	mu    sync.Mutex
+	files map[string]*memFile
+}
+
+type memFile struct {
+	tenant, session string
+	info            resources.FileInfo
+	data            []byte
+}
+
+func (f *memFiles) add(tenant, session, name string, data []byte) resources.FileInfo {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sum := sha256.Sum256(data)
+	info := resources.FileInfo{ID: ids.New("file"), Filename: name, SizeBytes: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+	f.files[info.ID] = &memFile{tenant: tenant, session: session, info: info, data: data}
+	return info
+}
+
+func (f *memFiles) Get(ctx context.Context, tenantID, id string) (resources.FileInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	x := f.files[id]
+	if x == nil || x.tenant != tenantID {
+		return resources.FileInfo{}, fmt.Errorf("file %s: %w", id, store.ErrNotFound)
+	}
+	return x.info, nil
+}
+
+func (f *memFiles) Open(ctx context.Context, tenantID, id string) (io.ReadCloser, resources.FileInfo, error) {
+	info, err := f.Get(ctx, tenantID, id)
+	if err != nil {
+		return nil, info, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return io.NopCloser(bytes.NewReader(f.files[id].data)), info, nil
+}
+
+func (f *memFiles) CreateOutput(ctx context.Context, tenantID, sessionID, name string, body io.Reader) (resources.FileInfo, error) {
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return resources.FileInfo{}, err
+	}
+	return f.add(tenantID, sessionID, name, b), nil
+}
+
+func (f *memFiles) ListBySession(ctx context.Context, tenantID, sessionID string) ([]resources.FileInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []resources.FileInfo
+	for _, x := range f.files {
+		if x.tenant == tenantID && x.session == sessionID {
+			out = append(out, x.info)
+		}
+	}
+	return out, nil
+}
+
+func (f *memFiles) session(tenant, session string) map[string]string {
+	list, _ := f.ListBySession(context.Background(), tenant, session)
+	out := map[string]string{}
+	for _, x := range list {
+		f.mu.Lock()
+		out[x.Filename] = string(f.files[x.ID].data)
+		f.mu.Unlock()
+	}
+	return out
+}
+
+// gitServer serves a repository with git http-backend on 127.0.0.1 and
+// answers 401 to any request without the token (as GitHub's basic auth:
+// x-access-token:<token>). It returns the repository's URL and its two
+// commits, oldest first.
+func gitServer(t *testing.T, token string) (string, []string) {
+	t.Helper()
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	run := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
+			"GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(work, "init", "-q", "-b", "main")
+	var commits []string
+	for _, text := range []string{"first version", "second version"} {
+		if err := os.WriteFile(filepath.Join(work, "README"), []byte(text+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run(work, "add", "README")
+		run(work, "commit", "-q", "-m", text)
+		commits = append(commits, run(work, "rev-parse", "HEAD"))
+	}
+	run(root, "clone", "-q", "--bare", work, filepath.Join(root, "srv", "repo.git"))
+	execPath := run(root, "--exec-path")
+	h := &cgi.Handler{Path: filepath.Join(execPath, "git-http-backend"),
+		Env: []string{"GIT_PROJECT_ROOT=" + filepath.Join(root, "srv"), "GIT_HTTP_EXPORT_ALL=1"}}
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+token))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != want {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "token required", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/repo.git", commits
+}
+
+// TestSessionResourcesThroughTheSDK: a session created with anthropic-sdk-go
+// with a file, a file at a path of its own and a private repository: the
+// first bash call sees the repository at the asked commit without its
+// token anywhere in .git, the files read-only; what bash writes under
+// /mnt/session/outputs becomes the session's Files when the turn ends
+// (once); a deleted file resource is gone at the next tool call. The
+// resources API answers in the SDK's shapes and never shows the token.
+func TestSessionResourcesThroughTheSDK(t *testing.T) {
+	const token = "ghp-secret-5b3c9e0d"
+	repoURL, commits := gitServer(t, token)
+	steps := []anthropictest.Turn{
+		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `cd /workspace/repo && cat .git/HEAD README
+echo "token-in-git=$(grep -r ` + halves(token) + ` .git | wc -l)"
+echo "uploads=$(cat /mnt/session/uploads/*)"
+echo "linked=$(cat /workspace/data/in.txt)"
+if echo x > /mnt/session/uploads/FILE 2>/dev/null; then echo upload-writable; else echo upload-read-only; fi
+if echo x > /workspace/data/in.txt 2>/dev/null; then echo link-writable; else echo link-read-only; fi
+mkdir -p /mnt/session/outputs/sub && echo report > /mnt/session/outputs/report.txt && echo deep > /mnt/session/outputs/sub/b.txt && echo wrote-outputs`}}}},
+		{Text: "done"},
+		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `ls /mnt/session/uploads/ | wc -l; ls /workspace/data/ | wc -l; echo listed`}}}},
+		{Text: "done again"},
+	}
+	var fileID string
+	fake := anthropictest.New(t, func(r anthropictest.Request) anthropictest.Turn {
+		n := r.AssistantTurns()
+		if n >= len(steps) {
+			return anthropictest.Turn{Text: "no more steps"}
+		}
+		st := steps[n]
+		if len(st.ToolUses) > 0 {
+			cmd := st.ToolUses[0].Input.(map[string]any)["command"].(string)
+			st.ToolUses = []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": strings.ReplaceAll(cmd, "FILE", fileID)}}}
+		}
+		return st
+	})
+	d := daemontest.Start(t, func(c *config.Config) {
+		c.Models = map[string]config.ModelConfig{"claude-*": {Provider: config.ProviderAnthropic, BaseURL: fake.URL, APIKey: "sk-fake"}}
+	})
+	ctx := context.Background()
+	files := &memFiles{files: map[string]*memFile{}}
+	d.Resources().SetFiles(files)
+	tn, err := d.Store().GetTenantByName(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	upload := files.add(tn.ID, "", "upload.txt", []byte("uploaded bytes"))
+	linked := files.add(tn.ID, "", "in.txt", []byte("linked bytes"))
+	fileID = upload.ID
+	c := sdkClient(d, d.AdminKey)
+	ag, err := c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{Name: "res", Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-5"},
+		Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
+			Type: anthropic.BetaManagedAgentsAgentToolset20260401ParamsTypeAgentToolset20260401}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := newEnv(t, c, "res")
+	s, err := c.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
+		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(ag.ID)}, EnvironmentID: env.ID,
+		Resources: []anthropic.BetaSessionNewParamsResourceUnion{
+			{OfFile: &anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: upload.ID}},
+			{OfFile: &anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: linked.ID, MountPath: anthropic.String("/workspace/data/in.txt")}},
+			{OfGitHubRepository: &anthropic.BetaManagedAgentsGitHubRepositoryResourceParams{Type: "github_repository", URL: repoURL,
+				MountPath: anthropic.String("/workspace/repo"), AuthorizationToken: token,
+				Checkout: anthropic.BetaManagedAgentsGitHubRepositoryResourceParamsCheckoutUnion{OfCommit: &anthropic.BetaManagedAgentsCommitCheckoutParam{Type: "commit", Sha: commits[0]}}}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Resources) != 3 || s.Resources[0].Type != "file" || s.Resources[0].MountPath != "/mnt/session/uploads/"+upload.ID ||
+		s.Resources[2].URL != repoURL || s.Resources[2].Checkout.Sha != commits[0] || s.Resources[2].ID == "" {
+		t.Fatalf("session resources %s", s.RawJSON())
+	}
+	bodies := []string{s.RawJSON()}
+
+	list, err := c.Beta.Sessions.Resources.List(ctx, s.ID, anthropic.BetaSessionResourceListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Data) != 3 {
+		t.Fatalf("resources list %s", list.RawJSON())
+	}
+	bodies = append(bodies, list.RawJSON())
+	repo, err := c.Beta.Sessions.Resources.Get(ctx, s.Resources[2].ID, anthropic.BetaSessionResourceGetParams{SessionID: s.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if repo.Type != "github_repository" || repo.MountPath != "/workspace/repo" || repo.Checkout.Type != "commit" {
+		t.Fatalf("repository resource %s", repo.RawJSON())
+	}
+	bodies = append(bodies, repo.RawJSON())
+	for _, b := range bodies {
+		if strings.Contains(b, token) || strings.Contains(b, "authorization_token") {
+			t.Fatalf("the API shows the token: %s", b)
+		}
+	}
+
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream := c.Beta.Sessions.Events.StreamEvents(sctx, s.ID, anthropic.BetaSessionEventStreamParams{})
+	defer stream.Close()
+	var results []string
+	untilIdle := func() {
+		t.Helper()
+		for stream.Next() {
+			ev := stream.Current()
+			switch ev.Type {
+			case "agent.tool_result":
+				var b strings.Builder
+				for _, blk := range ev.AsAgentToolResult().Content {
+					b.WriteString(blk.Text)
+				}
+				results = append(results, b.String())
+			case "session.error":
+				t.Fatalf("session.error %s", ev.RawJSON())
+			}
+			if ev.Type == "session.status_idle" {
+				return
+			}
+		}
+		t.Fatalf("stream ended: %v", stream.Err())
+	}
+	send := func(text string) {
+		t.Helper()
+		if _, err := c.Beta.Sessions.Events.Send(ctx, s.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{userText(text)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("look")
+	untilIdle()
+	if len(results) != 1 {
+		t.Fatalf("tool results %q", results)
+	}
+	for _, want := range []string{commits[0], "first version", "token-in-git=0", "uploads=uploaded bytes", "linked=linked bytes",
+		"upload-read-only", "link-read-only", "wrote-outputs"} {
+		if !strings.Contains(results[0], want) {
+			t.Fatalf("the first bash call's output lacks %q:\n%s", want, results[0])
+		}
+	}
+	outs := files.session(tn.ID, s.ID)
+	if len(outs) != 2 || outs["report.txt"] != "report\n" || outs["sub/b.txt"] != "deep\n" {
+		t.Fatalf("session files after the turn: %v", outs)
+	}
+
+	// Deleting a resource removes it at the next tool call; the outputs,
+	// unchanged, are not collected again.
+	for _, id := range []string{s.Resources[0].ID, s.Resources[1].ID} {
+		del, err := c.Beta.Sessions.Resources.Delete(ctx, id, anthropic.BetaSessionResourceDeleteParams{SessionID: s.ID})
+		if err != nil || del.ID != id || del.Type != "session_resource_deleted" {
+			t.Fatalf("delete %s: %v %+v", id, err, del)
+		}
+	}
+	send("again")
+	untilIdle()
+	if len(results) != 2 || strings.Join(strings.Fields(results[1]), " ") != "0 0 listed" {
+		t.Fatalf("after the file resources were deleted: %q", results[1:])
+	}
+	if got := files.session(tn.ID, s.ID); len(got) != 2 {
+		t.Fatalf("session files after a second turn with unchanged outputs: %v", got)
+	}
+
+	// The token is sealed in the database, never in clear.
+	var dbText []byte
+	_ = filepath.WalkDir(d.Config.Home, func(p string, de os.DirEntry, err error) error {
+		if err == nil && !de.IsDir() && strings.Contains(filepath.Base(p), "state") {
+			b, _ := os.ReadFile(p)
+			dbText = append(dbText, b...)
+		}
+		return nil
+	})
+	if len(dbText) == 0 || bytes.Contains(dbText, []byte(token)) {
+		t.Fatalf("the store's files (%d bytes) hold the token in clear, or were not found", len(dbText))
+	}
+}
