@@ -21,6 +21,7 @@ import (
 // name internal/api gives them.
 var managedBodies = []string{"BetaAgentNewParams", "BetaAgentUpdateParams", "BetaEnvironmentNewParams",
 	"BetaEnvironmentUpdateParams", "BetaSessionNewParams", "BetaSessionUpdateParams", "BetaSessionEventSendParams",
+	"BetaSessionResourceAddParams", "BetaSessionResourceUpdateParams",
 	"BetaVaultNewParams", "BetaVaultUpdateParams", "BetaVaultCredentialNewParams", "BetaVaultCredentialUpdateParams"}
 
 // TestEveryRequestFieldWorksOrIsRefused does for agentkernel's own request

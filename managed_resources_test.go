@@ -326,3 +326,108 @@ mkdir -p /mnt/session/outputs/sub && echo report > /mnt/session/outputs/report.t
 		t.Fatalf("the store's files (%d bytes) hold the token in clear, or were not found", len(dbText))
 	}
 }
+
+// TestSessionResourcesInputIsChecked: bad resources are a 4xx naming the
+// field, and nothing is written; the resources API adds, rotates a token
+// and refuses what the SDK does not allow.
+func TestSessionResourcesInputIsChecked(t *testing.T) {
+	d := daemontest.Start(t)
+	ctx := context.Background()
+	files := &memFiles{files: map[string]*memFile{}}
+	d.Resources().SetFiles(files)
+	tn, err := d.Store().GetTenantByName(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := files.add(tn.ID, "", "a.txt", []byte("a"))
+	theirs := files.add("tnt_other", "", "b.txt", []byte("b"))
+	c := sdkClient(d, d.AdminKey)
+	ag := newAgent(t, c, "res")
+	env := newEnv(t, c, "res")
+	file := func(id, mount string) anthropic.BetaSessionNewParamsResourceUnion {
+		p := &anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: id}
+		if mount != "" {
+			p.MountPath = anthropic.String(mount)
+		}
+		return anthropic.BetaSessionNewParamsResourceUnion{OfFile: p}
+	}
+	repo := func(url, sha string) anthropic.BetaSessionNewParamsResourceUnion {
+		p := &anthropic.BetaManagedAgentsGitHubRepositoryResourceParams{Type: "github_repository", URL: url}
+		if sha != "" {
+			p.Checkout.OfCommit = &anthropic.BetaManagedAgentsCommitCheckoutParam{Type: "commit", Sha: sha}
+		}
+		return anthropic.BetaSessionNewParamsResourceUnion{OfGitHubRepository: p}
+	}
+	create := func(rs ...anthropic.BetaSessionNewParamsResourceUnion) (*anthropic.BetaManagedAgentsSession, error) {
+		return c.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(ag.ID)},
+			EnvironmentID: env.ID, Resources: rs})
+	}
+	for _, tc := range []struct {
+		what      string
+		rs        []anthropic.BetaSessionNewParamsResourceUnion
+		status    int
+		mentioned []string
+	}{
+		{"a relative mount path", []anthropic.BetaSessionNewParamsResourceUnion{file(mine.ID, "data/a.txt")}, 400, []string{"resources[0].mount_path"}},
+		{"a mount path with ..", []anthropic.BetaSessionNewParamsResourceUnion{file(mine.ID, "/workspace/../etc/passwd")}, 400, []string{"resources[0].mount_path", ".."}},
+		{"an unclean mount path", []anthropic.BetaSessionNewParamsResourceUnion{file(mine.ID, "/workspace//a")}, 400, []string{"resources[0].mount_path"}},
+		{"a mount path under /proc", []anthropic.BetaSessionNewParamsResourceUnion{file(mine.ID, "/proc/self/x")}, 400, []string{"resources[0].mount_path", "/proc"}},
+		{"a mount path under /.agentkernel", []anthropic.BetaSessionNewParamsResourceUnion{file(mine.ID, "/.agentkernel/x")}, 400, []string{"resources[0].mount_path"}},
+		{"a mount path in the outputs", []anthropic.BetaSessionNewParamsResourceUnion{file(mine.ID, "/mnt/session/outputs/a")}, 400, []string{"resources[0].mount_path"}},
+		{"two resources on one path", []anthropic.BetaSessionNewParamsResourceUnion{file(mine.ID, "/workspace/a"), file(mine.ID, "/workspace/a")}, 409, []string{"resources[1].mount_path"}},
+		{"a path below another resource's", []anthropic.BetaSessionNewParamsResourceUnion{repo("https://github.com/o/r", ""), file(mine.ID, "/workspace/r/a")}, 409, []string{"resources[1].mount_path"}},
+		{"an unknown file", []anthropic.BetaSessionNewParamsResourceUnion{file("file_nope", "")}, 404, []string{"resources[0].file_id", "file_nope"}},
+		{"another tenant's file", []anthropic.BetaSessionNewParamsResourceUnion{file(theirs.ID, "")}, 404, []string{"resources[0].file_id", theirs.ID}},
+		{"a repository URL that is not http(s)", []anthropic.BetaSessionNewParamsResourceUnion{repo("ext::sh -c touch% /tmp/pwned", "")}, 400, []string{"resources[0].url"}},
+		{"a repository URL with credentials", []anthropic.BetaSessionNewParamsResourceUnion{repo("https://user:pw@github.com/o/r", "")}, 400, []string{"resources[0].url"}},
+		{"a short commit", []anthropic.BetaSessionNewParamsResourceUnion{repo("https://github.com/o/r", "abc123")}, 400, []string{"resources[0].checkout.sha"}},
+	} {
+		_, err := create(tc.rs...)
+		wantStatus(t, tc.what, err, tc.status, tc.mentioned...)
+	}
+	// Nothing was written by the refused requests.
+	page, err := c.Beta.Sessions.List(ctx, anthropic.BetaSessionListParams{})
+	if err != nil || len(page.Data) != 0 {
+		t.Fatalf("sessions after refused creates: %v %d", err, len(page.Data))
+	}
+
+	s, err := create(repo("https://github.com/o/r", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Resources[0].MountPath != "/workspace/r" {
+		t.Fatalf("default repository mount path %s", s.Resources[0].RawJSON())
+	}
+	added, err := c.Beta.Sessions.Resources.Add(ctx, s.ID, anthropic.BetaSessionResourceAddParams{
+		BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: mine.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added.FileID != mine.ID || added.MountPath != "/mnt/session/uploads/"+mine.ID || added.Type != "file" || added.ID == "" || added.CreatedAt.IsZero() {
+		t.Fatalf("added %s", added.RawJSON())
+	}
+	_, err = c.Beta.Sessions.Resources.Add(ctx, s.ID, anthropic.BetaSessionResourceAddParams{
+		BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: mine.ID}})
+	wantStatus(t, "the same mount path again", err, 409, "mount_path")
+	_, err = c.Beta.Sessions.Resources.Add(ctx, s.ID, anthropic.BetaSessionResourceAddParams{
+		BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: theirs.ID, MountPath: anthropic.String("/data/b")}})
+	wantStatus(t, "another tenant's file, added", err, 404, "file_id")
+
+	_, err = c.Beta.Sessions.Resources.Update(ctx, added.ID, anthropic.BetaSessionResourceUpdateParams{SessionID: s.ID, AuthorizationToken: "t"})
+	wantStatus(t, "a token for a file", err, 400, "authorization_token")
+	up, err := c.Beta.Sessions.Resources.Update(ctx, s.Resources[0].ID, anthropic.BetaSessionResourceUpdateParams{SessionID: s.ID, AuthorizationToken: "rotated-token-77"})
+	if err != nil || up.ID != s.Resources[0].ID || strings.Contains(up.RawJSON(), "rotated-token-77") {
+		t.Fatalf("rotate the token: %v %s", err, up.RawJSON())
+	}
+	r, err := d.Store().GetSessionResource(ctx, up.ID)
+	if err != nil || len(r.Secret) == 0 || bytes.Contains(r.Secret, []byte("rotated-token-77")) {
+		t.Fatalf("stored token: %v %q", err, r.Secret)
+	}
+
+	// Another tenant sees neither the session nor its resources.
+	oc := sdkClient(d, tenantKey(t, d, "other"))
+	_, err = oc.Beta.Sessions.Resources.Get(ctx, added.ID, anthropic.BetaSessionResourceGetParams{SessionID: s.ID})
+	wantStatus(t, "another tenant's resource", err, 404)
+	_, err = c.Beta.Sessions.Resources.Get(ctx, "sesrsc_nope", anthropic.BetaSessionResourceGetParams{SessionID: s.ID})
+	wantStatus(t, "an unknown resource", err, 404, "sesrsc_nope")
+}

@@ -179,6 +179,16 @@ type memoryDoc struct {
 // "resources[1]") and makes its row, the token sealed.
 func (s *Service) build(ctx context.Context, tenantID, sessionID, field string, sp Spec) (*store.SessionResource, error) {
 	r := &store.SessionResource{TenantID: tenantID, SessionID: sessionID, Kind: sp.Type}
+	// A kind this daemon cannot run is refused before anything else is
+	// read, so the message says what is missing, not what else is wrong.
+	switch {
+	case sp.Type == KindFile && s.files() == nil:
+		return nil, bad(field+".type", "file resources are not supported yet: this daemon runs without the Files API")
+	case sp.Type == KindMemoryStore:
+		// The memory part mounts stores; until its service is wired and the
+		// mount is tested end to end, a store is refused.
+		return nil, bad(field+".type", "memory_store resources are not supported yet: this daemon does not mount memory stores")
+	}
 	mp := field + ".mount_path"
 	if sp.MountPath != "" {
 		if err := checkMountPath(mp, sp.MountPath); err != nil {
@@ -190,11 +200,7 @@ func (s *Service) build(ctx context.Context, tenantID, sessionID, field string, 
 		if sp.FileID == "" {
 			return nil, bad(field+".file_id", "is required: the id of a file uploaded with /v1/files")
 		}
-		files := s.files()
-		if files == nil {
-			return nil, bad(field+".type", "file resources are not supported yet: this daemon runs without the Files API")
-		}
-		if _, err := files.Get(ctx, tenantID, sp.FileID); err != nil {
+		if _, err := s.files().Get(ctx, tenantID, sp.FileID); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return nil, &InputError{Status: http.StatusNotFound, Field: field + ".file_id", Msg: fmt.Sprintf("file %q not found", sp.FileID)}
 			}
