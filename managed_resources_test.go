@@ -173,8 +173,10 @@ mkdir -p /mnt/session/outputs/sub && echo report > /mnt/session/outputs/report.t
 		{Text: "done"},
 		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `ls /mnt/session/uploads/ | wc -l; ls /workspace/data/ | wc -l; echo listed`}}}},
 		{Text: "done again"},
+		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `echo "added=$(cat /mnt/session/uploads/NEWFILE)"; cat /workspace/repo/.git/HEAD`}}}},
+		{Text: "done at last"},
 	}
-	var fileID string
+	var fileID, newFileID string
 	fake := anthropictest.New(t, func(r anthropictest.Request) anthropictest.Turn {
 		n := r.AssistantTurns()
 		if n >= len(steps) {
@@ -183,7 +185,7 @@ mkdir -p /mnt/session/outputs/sub && echo report > /mnt/session/outputs/report.t
 		st := steps[n]
 		if len(st.ToolUses) > 0 {
 			cmd := st.ToolUses[0].Input.(map[string]any)["command"].(string)
-			st.ToolUses = []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": strings.ReplaceAll(cmd, "FILE", fileID)}}}
+			st.ToolUses = []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": strings.NewReplacer("NEWFILE", newFileID, "FILE", fileID).Replace(cmd)}}}
 		}
 		return st
 	})
@@ -311,6 +313,32 @@ mkdir -p /mnt/session/outputs/sub && echo report > /mnt/session/outputs/report.t
 	}
 	if got := files.session(tn.ID, s.ID); len(got) != 2 {
 		t.Fatalf("session files after a second turn with unchanged outputs: %v", got)
+	}
+
+	// A file added later appears; the sandbox hibernates and its host tree
+	// is lost (a restore on another disk): the next tool call finds the
+	// file made again from durable state and the repository in the
+	// restored workspace.
+	later := files.add(tn.ID, "", "later.txt", []byte("added later"))
+	newFileID = later.ID
+	if _, err := c.Beta.Sessions.Resources.Add(ctx, s.ID, anthropic.BetaSessionResourceAddParams{
+		BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: later.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := d.Store().GetManagedSession(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Sandboxes().Hibernate(ctx, tn.ID, ms.SandboxID); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(d.Config.Home, "resources", s.ID)); err != nil {
+		t.Fatal(err)
+	}
+	send("and again")
+	untilIdle()
+	if len(results) != 3 || !strings.Contains(results[2], "added=added later") || !strings.Contains(results[2], commits[0]) {
+		t.Fatalf("after hibernation without the host tree: %q", results[2:])
 	}
 
 	// The token is sealed in the database, never in clear.
