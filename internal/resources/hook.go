@@ -2,6 +2,7 @@ package resources
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -38,6 +39,16 @@ func (s *Service) Prepare(ctx context.Context, sess *store.ManagedSession, sandb
 	live := map[string]*store.SessionResource{}
 	for _, r := range want {
 		live[r.ID] = r
+		if r.Kind == KindMemoryStore {
+			if _, ok := st.Done[r.ID]; ok {
+				continue
+			}
+			if err := s.placeMemory(ctx, l, st, r); err != nil {
+				return err
+			}
+			st.Done[r.ID] = doneEntry{Kind: r.Kind, MountPath: r.MountPath}
+			continue
+		}
 		if r.Kind != KindFile {
 			continue
 		}
@@ -201,6 +212,10 @@ func (s *Service) remove(ctx context.Context, c *guest.Client, l layout, e doneE
 		}
 	}
 	switch {
+	case e.Kind == KindMemoryStore && under(e.MountPath, MemoryRoot):
+		// A read-only store's copy goes; a read_write store's mount stays
+		// until the sandbox restarts (mounts are fixed at start).
+		return os.RemoveAll(l.host(e.MountPath))
 	case e.Kind == KindFile && !under(e.MountPath, mntRoot):
 		// Only our link, never what the agent put there since.
 		return guestSh(ctx, c, `if [ -L "$1" ]; then rm -f "$1"; fi`, e.MountPath)
@@ -231,7 +246,31 @@ func (s *Service) TurnEnd(ctx context.Context, sess *store.ManagedSession, sandb
 		return nil
 	}
 	defer s.lock(sess.ID)()
-	return s.collectOutputs(ctx, sess, l)
+	var errs []error
+	if s.memory() != nil {
+		rs, err := s.List(ctx, sess.ID)
+		if err != nil {
+			return err
+		}
+		st, err := l.load()
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if _, placed := st.Done[r.ID]; r.Kind == KindMemoryStore && placed {
+				if err := s.syncMemory(ctx, sess, l, st, r); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		if err := l.save(st); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := s.collectOutputs(ctx, sess, l); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // SystemPrompt implements session.ContextHook. Memory stores' prompt is

@@ -79,10 +79,18 @@ func (s *Service) mounts(sb *store.Sandbox) []sandbox.Mount {
 		s.log.Warn("session resources: no /mnt for the sandbox", "session", sessionID, "sandbox", sb.ID, "err", err)
 		return nil
 	}
-	return []sandbox.Mount{
+	out := []sandbox.Mount{
 		{Source: l.mnt(), Target: mntRoot, ReadOnly: true},
 		{Source: l.outputs(), Target: OutputsPath},
 	}
+	rw, err := s.rwMemoryMounts(context.Background(), l, sessionID)
+	if err != nil {
+		s.log.Warn("session resources: memory stores not mounted", "session", sessionID, "sandbox", sb.ID, "err", err)
+	}
+	for _, m := range rw {
+		out = append(out, sandbox.Mount{Source: m[0], Target: m[1]})
+	}
+	return out
 }
 
 // state is what a session's sandbox shows, as the daemon last made it.
@@ -96,6 +104,9 @@ type state struct {
 	// Guest maps resource id → true when its guest-side part is in place
 	// in Instance.
 	Guest map[string]bool `json:"guest"`
+	// Mem maps a read_write memory store resource's id → its memories'
+	// bases (relative path → version and hash).
+	Mem map[string]map[string]memBase `json:"mem,omitempty"`
 }
 
 type doneEntry struct {

@@ -103,6 +103,11 @@ func (s *Service) collectOne(ctx context.Context, sess *store.ManagedSession, ro
 
 // walkBeneath lists the regular files below dir (relative names).
 func walkBeneath(root *os.File, dir string, out *[]string) error {
+	return walkBeneathMax(root, dir, out, maxOutputFiles)
+}
+
+// walkBeneathMax lists at most max regular files below dir.
+func walkBeneathMax(root *os.File, dir string, out *[]string, max int) error {
 	d, err := beneath.Open(root, dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return err
@@ -116,12 +121,12 @@ func walkBeneath(root *os.File, dir string, out *[]string) error {
 		name := path.Join(dir, e.Name())
 		switch {
 		case e.Type().IsRegular():
-			if len(*out) >= maxOutputFiles {
-				return fmt.Errorf("more than %d files; the rest are not collected", maxOutputFiles)
+			if len(*out) >= max {
+				return fmt.Errorf("more than %d files; the rest are not read", max)
 			}
 			*out = append(*out, name)
 		case e.IsDir():
-			if err := walkBeneath(root, name, out); err != nil {
+			if err := walkBeneathMax(root, name, out, max); err != nil {
 				return err
 			}
 		}

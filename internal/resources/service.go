@@ -160,6 +160,11 @@ func (s *Service) Add(ctx context.Context, sess *store.ManagedSession, sp Spec) 
 	if len(cur) >= MaxResources {
 		return nil, bad("type", "session %s has %d resources; the limit is %d", sess.ID, len(cur), MaxResources)
 	}
+	if sp.Type == KindMemoryStore {
+		// A read_write store is a mount of its own, fixed when the sandbox
+		// starts; stores are attached when the session is created.
+		return nil, bad("type", "memory stores are attached when the session is created (its resources field); they cannot be added later")
+	}
 	r, err := s.build(ctx, sess.TenantID, sess.ID, "", sp)
 	if err != nil {
 		var ie *InputError

@@ -184,10 +184,8 @@ func (s *Service) build(ctx context.Context, tenantID, sessionID, field string, 
 	switch {
 	case sp.Type == KindFile && s.files() == nil:
 		return nil, bad(field+".type", "file resources are not supported yet: this daemon runs without the Files API")
-	case sp.Type == KindMemoryStore:
-		// The memory part mounts stores; until its service is wired and the
-		// mount is tested end to end, a store is refused.
-		return nil, bad(field+".type", "memory_store resources are not supported yet: this daemon does not mount memory stores")
+	case sp.Type == KindMemoryStore && s.memory() == nil:
+		return nil, bad(field+".type", "memory_store resources are not supported yet: this daemon runs without memory stores")
 	}
 	mp := field + ".mount_path"
 	if sp.MountPath != "" {
@@ -264,9 +262,6 @@ func (s *Service) build(ctx context.Context, tenantID, sessionID, field string, 
 			return nil, bad(field+".memory_store_id", "is required")
 		}
 		mem := s.memory()
-		if mem == nil {
-			return nil, bad(field+".type", "memory_store resources are not supported yet: this daemon runs without memory stores")
-		}
 		access := sp.Access
 		switch access {
 		case "":
