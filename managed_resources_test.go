@@ -169,7 +169,8 @@ echo "uploads=$(cat /mnt/session/uploads/*)"
 echo "linked=$(cat /workspace/data/in.txt)"
 if echo x > /mnt/session/uploads/FILE 2>/dev/null; then echo upload-writable; else echo upload-read-only; fi
 if echo x > /workspace/data/in.txt 2>/dev/null; then echo link-writable; else echo link-read-only; fi
-mkdir -p /mnt/session/outputs/sub && echo report > /mnt/session/outputs/report.txt && echo deep > /mnt/session/outputs/sub/b.txt && echo wrote-outputs`}}}},
+mkdir -p /mnt/session/outputs/sub && echo report > /mnt/session/outputs/report.txt && echo deep > /mnt/session/outputs/sub/b.txt && echo wrote-outputs
+ln -s /etc/passwd /mnt/session/outputs/leak; ln -s / /mnt/session/outputs/root; mkfifo /mnt/session/outputs/fifo`}}}},
 		{Text: "done"},
 		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `ls /mnt/session/uploads/ | wc -l; ls /workspace/data/ | wc -l; echo listed`}}}},
 		{Text: "done again"},
@@ -293,6 +294,7 @@ mkdir -p /mnt/session/outputs/sub && echo report > /mnt/session/outputs/report.t
 			t.Fatalf("the first bash call's output lacks %q:\n%s", want, results[0])
 		}
 	}
+	// Symlinks (to a file, to /) and a FIFO the sandbox left are not read.
 	outs := files.session(tn.ID, s.ID)
 	if len(outs) != 2 || outs["report.txt"] != "report\n" || outs["sub/b.txt"] != "deep\n" {
 		t.Fatalf("session files after the turn: %v", outs)

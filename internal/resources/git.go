@@ -75,6 +75,11 @@ func (s *Service) clone(ctx context.Context, d repoDoc, token, dir string) error
 	if err != nil {
 		return err
 	}
+	// Checked at the API too; here again because git's protocol list is
+	// built from the scheme below.
+	if u.Scheme != "https" && u.Scheme != "http" {
+		return fmt.Errorf("%q is not an http(s) URL", d.URL)
+	}
 	env := []string{"GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + filepath.Dir(dir),
 		"PATH=" + os.Getenv("PATH"), "GIT_ASKPASS=/bin/false"}
 	cfg := [][2]string{{"protocol.allow", "never"}, {"protocol." + u.Scheme + ".allow", "always"}, {"http.followRedirects", "false"},
