@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
+	"github.com/agentkernel/agentkernel/internal/guest"
 	"github.com/agentkernel/agentkernel/internal/ids"
 	"github.com/agentkernel/agentkernel/internal/model/anthropictest"
 	"github.com/agentkernel/agentkernel/internal/resources"
@@ -661,5 +662,132 @@ echo edited`}}}},
 	mem.mu.Unlock()
 	if n != 1 {
 		t.Fatalf("a turn that changed nothing synced again: %v", mem.syncs[1:])
+	}
+}
+
+// TestSessionResourcesAfterRestart: a session created with a private
+// repository and a file under one daemon gets both at its first tool call
+// under the next daemon on the same home (the token unsealed with the
+// home's key), on the process driver and on Docker.
+func TestSessionResourcesAfterRestart(t *testing.T) {
+	for _, driver := range []string{"process", "docker"} {
+		t.Run(driver, func(t *testing.T) {
+			if driver == "docker" {
+				requireDocker(t)
+			}
+			const token = "ghp-restart-0c4e1a"
+			repoURL, _ := gitServer(t, token)
+			fake := anthropictest.New(t, func(r anthropictest.Request) anthropictest.Turn {
+				if r.AssistantTurns() == 0 {
+					return anthropictest.Turn{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `cat /workspace/repo/README /mnt/session/uploads/*
+echo "token-in-git=$(grep -r ` + halves(token) + ` /workspace/repo/.git | wc -l)"; echo out > /mnt/session/outputs/o.txt`}}}}
+				}
+				return anthropictest.Turn{Text: "done"}
+			})
+			home := t.TempDir()
+			start := func() *daemontest.Daemon {
+				return daemontest.Start(t, func(c *config.Config) {
+					c.Home = home
+					c.Models = map[string]config.ModelConfig{"claude-*": {Provider: config.ProviderAnthropic, BaseURL: fake.URL, APIKey: "sk-fake"}}
+				})
+			}
+			ctx := context.Background()
+			files := &memFiles{files: map[string]*memFile{}}
+			d := start()
+			d.Resources().SetFiles(files)
+			tn, err := d.Store().GetTenantByName(ctx, "default")
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := files.add(tn.ID, "", "f.txt", []byte("file after restart\n"))
+			c := sdkClient(d, d.AdminKey)
+			ag, err := c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{Name: "r", Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-5"},
+				Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
+					Type: anthropic.BetaManagedAgentsAgentToolset20260401ParamsTypeAgentToolset20260401}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			env, err := c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "r", Metadata: map[string]string{"agentkernel.driver": driver}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := c.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
+				Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(ag.ID)}, EnvironmentID: env.ID,
+				Resources: []anthropic.BetaSessionNewParamsResourceUnion{
+					{OfFile: &anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: f.ID}},
+					{OfGitHubRepository: &anthropic.BetaManagedAgentsGitHubRepositoryResourceParams{Type: "github_repository", URL: repoURL,
+						MountPath: anthropic.String("/workspace/repo"), AuthorizationToken: token,
+						Checkout: anthropic.BetaManagedAgentsGitHubRepositoryResourceParamsCheckoutUnion{OfBranch: &anthropic.BetaManagedAgentsBranchCheckoutParam{Type: "branch", Name: "main"}}}},
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			d = start()
+			d.Resources().SetFiles(files)
+			c = sdkClient(d, d.AdminKey)
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			stream := c.Beta.Sessions.Events.StreamEvents(sctx, s.ID, anthropic.BetaSessionEventStreamParams{})
+			defer stream.Close()
+			if _, err := c.Beta.Sessions.Events.Send(ctx, s.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{userText("go")}}); err != nil {
+				t.Fatal(err)
+			}
+			var result, raw string
+			for stream.Next() {
+				ev := stream.Current()
+				raw += ev.RawJSON() + "\n"
+				if ev.Type == "agent.tool_result" {
+					for _, blk := range ev.AsAgentToolResult().Content {
+						result += blk.Text
+					}
+				}
+				if ev.Type == "session.error" {
+					t.Fatalf("session.error %s", ev.RawJSON())
+				}
+				if ev.Type == "session.status_idle" {
+					break
+				}
+			}
+			// What the sandbox holds, read through its guest (the Docker
+			// test image has no bash): the branch's head is the second
+			// commit; .git/config names the repository without the token.
+			ms, err := d.Store().GetManagedSession(ctx, s.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sb, err := d.Store().GetSandbox(ctx, ms.SandboxID); err != nil || sb.Driver != driver {
+				t.Fatalf("the session's sandbox: %v %+v; want driver %s", err, sb, driver)
+			}
+			err = d.Sandboxes().Client(ctx, tn.ID, ms.SandboxID, func(g *guest.Client) error {
+				for p, want := range map[string]string{"/workspace/repo/README": "second version\n", "/mnt/session/uploads/" + f.ID: "file after restart\n"} {
+					if b, err := g.ReadFileMax(ctx, p, 1<<20); err != nil || string(b) != want {
+						t.Errorf("%s in the sandbox: %q %v; want %q", p, b, err, want)
+					}
+				}
+				cfg, err := g.ReadFileMax(ctx, "/workspace/repo/.git/config", 1<<20)
+				if err != nil || !strings.Contains(string(cfg), repoURL) || strings.Contains(string(cfg), token) {
+					t.Errorf(".git/config %q %v", cfg, err)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if driver == "docker" {
+				return
+			}
+			for _, want := range []string{"second version", "file after restart", "token-in-git=0"} {
+				if !strings.Contains(result, want) {
+					t.Fatalf("bash output lacks %q:\n%s\nevents:\n%s", want, result, raw)
+				}
+			}
+			if got := files.session(tn.ID, s.ID); got["o.txt"] != "out\n" {
+				t.Fatalf("outputs %v", got)
+			}
+		})
 	}
 }
