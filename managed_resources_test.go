@@ -563,7 +563,12 @@ echo edited`}}}},
 		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `ls -R /mnt/memory/notes`}}}},
 		{Text: "done again"},
 	}
+	var systemMu sync.Mutex
+	var system string
 	fake := anthropictest.New(t, func(r anthropictest.Request) anthropictest.Turn {
+		systemMu.Lock()
+		system = string(r.System)
+		systemMu.Unlock()
 		if n := r.AssistantTurns(); n < len(steps) {
 			return steps[n]
 		}
@@ -636,6 +641,16 @@ echo edited`}}}},
 	for _, want := range []string{"fact a", "facts-read-only", "note n", "edited"} {
 		if !strings.Contains(results[0], want) {
 			t.Fatalf("the bash call's output lacks %q:\n%s", want, results[0])
+		}
+	}
+	// The model was told where the stores are, and the attachment's
+	// instructions.
+	systemMu.Lock()
+	sys := system
+	systemMu.Unlock()
+	for _, want := range []string{"/mnt/memory/facts/, read-only", "/mnt/memory/notes/, read-write", "keep notes here"} {
+		if !strings.Contains(sys, want) {
+			t.Fatalf("the system prompt lacks %q: %s", want, sys)
 		}
 	}
 	mem.mu.Lock()

@@ -273,8 +273,39 @@ func (s *Service) TurnEnd(ctx context.Context, sess *store.ManagedSession, sandb
 	return errors.Join(errs...)
 }
 
-// SystemPrompt implements session.ContextHook. Memory stores' prompt is
-// the memory part's to write; resources add none.
+// SystemPrompt implements session.ContextHook: the session's memory
+// stores, where they are mounted, how they may be used (the SDK renders
+// a store's description and the attachment's instructions into the
+// system prompt).
 func (s *Service) SystemPrompt(ctx context.Context, sess *store.ManagedSession) (string, error) {
-	return "", nil
+	rs, err := s.List(ctx, sess.ID)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, r := range rs {
+		if r.Kind != KindMemoryStore {
+			continue
+		}
+		d, err := memoryDocOf(r)
+		if err != nil {
+			return "", err
+		}
+		if b.Len() == 0 {
+			b.WriteString("# Memory\nThese memory stores are mounted as directories of files; each file is one memory.")
+			b.WriteString(" Changes in a read-write store are saved when your turn ends.\n")
+		}
+		mode := "read-write"
+		if d.Access == accessReadOnly {
+			mode = "read-only"
+		}
+		fmt.Fprintf(&b, "\n## %s (%s/, %s)\n", d.Name, r.MountPath, mode)
+		if d.Description != "" {
+			b.WriteString(d.Description + "\n")
+		}
+		if d.Instructions != nil && *d.Instructions != "" {
+			b.WriteString("Instructions: " + *d.Instructions + "\n")
+		}
+	}
+	return strings.TrimSpace(b.String()), nil
 }
