@@ -455,6 +455,28 @@ func TestSessionResourcesInputIsChecked(t *testing.T) {
 		t.Fatalf("stored token: %v %q", err, r.Secret)
 	}
 
+	// Memory stores: named by an id of the tenant, attached at create only.
+	mem := &memMemory{stores: map[string]*memStore{}}
+	d.Resources().SetMemory(mem)
+	otherStore := mem.add("tnt_other", "theirs", nil)
+	badName := mem.add(tn.ID, "../up", nil)
+	memRes := func(id, access string) anthropic.BetaSessionNewParamsResourceUnion {
+		return anthropic.BetaSessionNewParamsResourceUnion{OfMemoryStore: &anthropic.BetaManagedAgentsMemoryStoreResourceParam{
+			Type: "memory_store", MemoryStoreID: id, Access: anthropic.BetaManagedAgentsMemoryStoreResourceParamAccess(access)}}
+	}
+	_, err = create(memRes("memstore_nope", ""))
+	wantStatus(t, "an unknown memory store", err, 404, "resources[0].memory_store_id", "memstore_nope")
+	_, err = create(memRes(otherStore, ""))
+	wantStatus(t, "another tenant's memory store", err, 404, "resources[0].memory_store_id")
+	_, err = create(memRes(badName, ""))
+	wantStatus(t, "a memory store whose name is no directory name", err, 400, "resources[0].memory_store_id")
+	_, err = create(memRes(mem.add(tn.ID, "m", nil), "write_only"))
+	wantStatus(t, "an unknown access", err, 400, "resources[0].access")
+	code, out := call(t, "POST", d.URL+"/v1/sessions/"+s.ID+"/resources", d.AdminKey, `{"type":"memory_store","memory_store_id":"`+otherStore+`"}`, "Content-Type", "application/json")
+	if typ, msg := errType(out); code != 400 || typ != "invalid_request_error" || !strings.Contains(msg, "type") {
+		t.Fatalf("adding a memory store later: %d %q", code, msg)
+	}
+
 	// Another tenant sees neither the session nor its resources.
 	oc := sdkClient(d, tenantKey(t, d, "other"))
 	_, err = oc.Beta.Sessions.Resources.Get(ctx, added.ID, anthropic.BetaSessionResourceGetParams{SessionID: s.ID})
