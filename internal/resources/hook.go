@@ -35,8 +35,10 @@ func (s *Service) Prepare(ctx context.Context, sess *store.ManagedSession, sandb
 	if err != nil {
 		return err
 	}
-	// Host side first: the tree is the daemon's own.
+	// Host side first: the tree is the daemon's own. Nothing is written
+	// when nothing changed (this runs before every tool call).
 	live := map[string]*store.SessionResource{}
+	changed := false
 	for _, r := range want {
 		live[r.ID] = r
 		if r.Kind == KindMemoryStore {
@@ -47,6 +49,7 @@ func (s *Service) Prepare(ctx context.Context, sess *store.ManagedSession, sandb
 				return err
 			}
 			st.Done[r.ID] = doneEntry{Kind: r.Kind, MountPath: r.MountPath}
+			changed = true
 			continue
 		}
 		if r.Kind != KindFile {
@@ -63,9 +66,12 @@ func (s *Service) Prepare(ctx context.Context, sess *store.ManagedSession, sandb
 		}
 		st.Done[r.ID] = doneEntry{Kind: r.Kind, MountPath: r.MountPath, Host: rel}
 		delete(st.Guest, r.ID)
+		changed = true
 	}
-	if err := l.save(st); err != nil {
-		return err
+	if changed {
+		if err := l.save(st); err != nil {
+			return err
+		}
 	}
 	gone := []string{}
 	for id := range st.Done {
