@@ -129,12 +129,13 @@ func (s *Service) placeMemory(ctx context.Context, l layout, st *state, r *store
 	}
 	defer root.Close()
 	base := map[string]memBase{}
+	made := map[string]bool{}
 	for _, e := range entries {
 		rel := relMemoryPath(e.Path)
 		if rel == "" {
 			continue
 		}
-		if err := writeBeneath(root, rel, []byte(e.Content)); err != nil {
+		if err := writeBeneath(root, rel, []byte(e.Content), made); err != nil {
 			return fmt.Errorf("memory store resource %s: %s: %w", r.ID, e.Path, err)
 		}
 		base[rel] = memBase{VersionID: e.VersionID, SHA256: hashOf(e.Content)}
@@ -146,14 +147,18 @@ func (s *Service) placeMemory(ctx context.Context, l layout, st *state, r *store
 	return nil
 }
 
-// writeBeneath writes name below root, making its directories, never
-// through a symlink the sandbox put there.
-func writeBeneath(root *os.File, name string, b []byte) error {
+// writeBeneath writes name below root, making its directories (made
+// remembers those already made), never through a symlink the sandbox put
+// there.
+func writeBeneath(root *os.File, name string, b []byte, made map[string]bool) error {
 	dir := path.Dir(name)
 	if dir != "." {
 		parts := strings.Split(dir, "/")
 		for i := range parts {
 			sub := strings.Join(parts[:i+1], "/")
+			if made[sub] {
+				continue
+			}
 			parent, err := beneath.Open(root, path.Dir(sub), unix.O_PATH|unix.O_DIRECTORY, 0)
 			if err != nil {
 				return err
@@ -163,6 +168,7 @@ func writeBeneath(root *os.File, name string, b []byte) error {
 			if err != nil && !errors.Is(err, unix.EEXIST) {
 				return err
 			}
+			made[sub] = true
 		}
 	}
 	f, err := beneath.Open(root, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NONBLOCK, 0o644)
