@@ -828,3 +828,53 @@ echo "token-in-git=$(grep -r ` + halves(token) + ` /workspace/repo/.git | wc -l)
 		})
 	}
 }
+
+// TestSessionResourcesGeneratedCalls makes the calls of anthropic-sdk-go's
+// generated betasessionresource_test.go (every optional parameter and
+// header as it sends them) with real ids: each is answered.
+func TestSessionResourcesGeneratedCalls(t *testing.T) {
+	d := daemontest.Start(t)
+	ctx := context.Background()
+	files := &memFiles{files: map[string]*memFile{}}
+	d.Resources().SetFiles(files)
+	tn, err := d.Store().GetTenantByName(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := files.add(tn.ID, "", "a.txt", []byte("a"))
+	c := sdkClient(d, d.AdminKey)
+	s, err := c.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
+		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(newAgent(t, c, "gen").ID)}, EnvironmentID: newEnv(t, c, "gen").ID,
+		Resources: []anthropic.BetaSessionNewParamsResourceUnion{{OfGitHubRepository: &anthropic.BetaManagedAgentsGitHubRepositoryResourceParams{
+			Type: "github_repository", URL: "https://github.com/o/r"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	betas := []anthropic.AnthropicBeta{anthropic.AnthropicBetaMessageBatches2024_09_24}
+	ws := anthropic.String("wrkspc_011CZkZaBF1tNoB5wlCeusgy")
+	repoID := s.Resources[0].ID
+	if _, err := c.Beta.Sessions.Resources.Get(ctx, repoID, anthropic.BetaSessionResourceGetParams{SessionID: s.ID, Betas: betas, WorkspaceID: ws}); err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	if _, err := c.Beta.Sessions.Resources.Update(ctx, repoID, anthropic.BetaSessionResourceUpdateParams{SessionID: s.ID,
+		AuthorizationToken: "ghp_exampletoken", Betas: betas, WorkspaceID: ws}); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	added, err := c.Beta.Sessions.Resources.Add(ctx, s.ID, anthropic.BetaSessionResourceAddParams{
+		BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{FileID: f.ID, Type: "file", MountPath: anthropic.String("/uploads/receipt.pdf")},
+		Betas: betas, WorkspaceID: ws})
+	if err != nil {
+		t.Fatalf("add: %v", err)
+	}
+	page, err := c.Beta.Sessions.Resources.List(ctx, s.ID, anthropic.BetaSessionResourceListParams{Limit: anthropic.Int(1), Betas: betas, WorkspaceID: ws})
+	if err != nil || len(page.Data) != 1 || page.NextPage == "" {
+		t.Fatalf("list a page of 1: %v %s", err, page.RawJSON())
+	}
+	next, err := c.Beta.Sessions.Resources.List(ctx, s.ID, anthropic.BetaSessionResourceListParams{Limit: anthropic.Int(1), Page: anthropic.String(page.NextPage)})
+	if err != nil || len(next.Data) != 1 || next.Data[0].ID == page.Data[0].ID {
+		t.Fatalf("next page: %v %s", err, next.RawJSON())
+	}
+	if _, err := c.Beta.Sessions.Resources.Delete(ctx, added.ID, anthropic.BetaSessionResourceDeleteParams{SessionID: s.ID, Betas: betas, WorkspaceID: ws}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+}
