@@ -2,6 +2,7 @@ package agentkernel_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -159,7 +160,69 @@ func managedRules(w *managedWalker) []fieldRule {
 		rule(`^session\.(create|update) \.vault_ids\[\]$`).with(func(t *testing.T, c *fieldCase) any {
 			return w.post(t, "/v1/vaults", map[string]any{"display_name": "walk " + c.marker})["id"]
 		}).does(w.echoes(".vault_ids[0]")),
-		notYet(`^session\.create \.resources`, "resources"),
+		// A session's resources. Files and memory stores need the files and
+		// memory services, which this daemon does not run yet: refused as not
+		// supported yet. A repository is stored and shown (its clone is
+		// TestSessionResourcesThroughTheSDK's); its token never is.
+		notYet(`^session\.create \.resources\[\]<Of(File|MemoryStore)>`, "resources"),
+		rule(`^session\.create \.resources\[\]<OfGitHubRepository>\.`).with(func(t *testing.T, c *fieldCase) any {
+			const repo = ".resources[]<OfGitHubRepository>"
+			c.state["fill"+repo+".url"] = "https://github.com/o/walk"
+			c.state["fill"+repo+".checkout<OfBranch>.name"] = "main"
+			c.state["fill"+repo+".checkout<OfCommit>.sha"] = strings.Repeat("a", 40)
+			switch p := c.leaf.path; {
+			case strings.HasSuffix(p, repo+".type"):
+				return "github_repository"
+			case strings.HasSuffix(p, "<OfBranch>.type"):
+				return "branch"
+			case strings.HasSuffix(p, "<OfCommit>.type"):
+				return "commit"
+			case strings.HasSuffix(p, ".url"):
+				return "https://github.com/o/" + c.marker
+			case strings.HasSuffix(p, ".mount_path"):
+				return "/workspace/" + c.marker
+			case strings.HasSuffix(p, ".name"):
+				return "branch-" + c.marker
+			case strings.HasSuffix(p, ".sha"):
+				return strings.Repeat("b", 40)
+			}
+			return "token-" + c.marker
+		}).does(func(t *testing.T, c *fieldCase) {
+			out := ok(t, c)
+			if out == nil {
+				return
+			}
+			_, got := w.do(t, "GET", "/v1/sessions/"+out["id"].(string), nil)
+			for _, o := range []map[string]any{out, got} {
+				res := jsonAt(o, ".resources[0]")
+				field := c.leaf.path[strings.Index(c.leaf.path, ">.")+2:]
+				switch {
+				case field == "authorization_token":
+					if b, _ := json.Marshal(o); strings.Contains(string(b), c.value.(string)) {
+						t.Errorf("%s: the session shows the repository's token: %s", c.leaf.path, b)
+					}
+				default:
+					path := "." + strings.NewReplacer("<OfBranch>", "", "<OfCommit>", "").Replace(field)
+					holds(t, c, "resources[0]"+path, jsonAt(res, path), c.value)
+				}
+			}
+		}),
+		// A session's resources, added and updated. A file needs the files
+		// service, which this daemon does not run yet.
+		notYet(`^resource\.add \.(file_id|type|mount_path)$`, "file resources are not supported yet"),
+		rule(`^resource\.update \.authorization_token$`).does(func(t *testing.T, c *fieldCase) {
+			out := ok(t, c)
+			if out == nil {
+				return
+			}
+			if b, _ := json.Marshal(out); strings.Contains(string(b), c.value.(string)) {
+				t.Errorf("%s: the answer shows the token: %s", c.leaf.path, b)
+			}
+			r, err := w.d.Store().GetSessionResource(context.Background(), c.state["resource"].(string))
+			if err != nil || len(r.Secret) == 0 || strings.Contains(string(r.Secret), c.value.(string)) {
+				t.Errorf("%s: stored secret %q (%v); want the token sealed", c.leaf.path, r.Secret, err)
+			}
+		}),
 		rule(`^session\.create \.initial_events\[\]<OfUserMessage>(\.type|\.content\[\]<OfText>\.(text|type))$`).does(func(t *testing.T, c *fieldCase) {
 			out := ok(t, c)
 			if out == nil {

@@ -37,6 +37,9 @@ func TestEveryManagedFieldWorksOrIsRefused(t *testing.T) {
 		{"session.create", anthropic.BetaSessionNewParams{}},
 		{"session.update", anthropic.BetaSessionUpdateParams{}},
 		{"events.send", anthropic.BetaSessionEventSendParams{}},
+		// BetaSessionResourceAddParams sends its file resource as the body.
+		{"resource.add", anthropic.BetaManagedAgentsFileResourceParams{}},
+		{"resource.update", anthropic.BetaSessionResourceUpdateParams{}},
 	}
 	rules := managedRules(w)
 	n := 0
@@ -279,6 +282,16 @@ func (w *managedWalker) newCase(t *testing.T, body string, typ reflect.Type, l l
 		base, method, path = map[string]any{}, "POST", "/v1/sessions/"+id
 	case "events.send":
 		base, method, path = map[string]any{}, "POST", ""
+	case "resource.add":
+		id := w.session(t, w.agent(t, nil))
+		c.state["session"] = id
+		base, method, path = map[string]any{}, "POST", "/v1/sessions/"+id+"/resources"
+	case "resource.update":
+		s := w.post(t, "/v1/sessions", map[string]any{"agent": w.agent(t, nil), "environment_id": w.envID,
+			"resources": []any{map[string]any{"type": "github_repository", "url": "https://github.com/o/walk"}}})
+		rid := jsonAt(s, ".resources[0].id").(string)
+		c.state["session"], c.state["resource"] = s["id"], rid
+		base, method, path = map[string]any{}, "POST", "/v1/sessions/"+s["id"].(string)+"/resources/"+rid
 	default:
 		t.Fatalf("no sender for %s", body)
 	}

@@ -22,6 +22,7 @@ import (
 // name internal/api gives them.
 var managedBodies = []string{"BetaAgentNewParams", "BetaAgentUpdateParams", "BetaEnvironmentNewParams",
 	"BetaEnvironmentUpdateParams", "BetaSessionNewParams", "BetaSessionUpdateParams", "BetaSessionEventSendParams",
+	"BetaSessionResourceAddParams", "BetaSessionResourceUpdateParams",
 	"BetaVaultNewParams", "BetaVaultUpdateParams", "BetaVaultCredentialNewParams", "BetaVaultCredentialUpdateParams",
 	"BetaMemoryStoreNewParams", "BetaMemoryStoreUpdateParams", "BetaMemoryStoreMemoryNewParams", "BetaMemoryStoreMemoryUpdateParams"}
 

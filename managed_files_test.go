@@ -3,26 +3,22 @@ package agentkernel_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/agentkernel/agentkernel"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
 	"github.com/agentkernel/agentkernel/internal/files"
-	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 // fileEngines runs fn on a daemon of each store engine: SQLite always,
@@ -33,38 +29,6 @@ func fileEngines(t *testing.T, fn func(t *testing.T, engine daemontest.Option)) 
 		u := freshPostgres(t)
 		fn(t, func(c *config.Config) { c.Store.Engine, c.Store.URL = "postgres", u })
 	})
-}
-
-// freshPostgres creates a database no other test uses, dropped at cleanup.
-func freshPostgres(t *testing.T) string {
-	t.Helper()
-	base := testenv.PostgresURL(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "akfiles_" + hex.EncodeToString(b[:])
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return
-		}
-		defer conn.Close(ctx)
-		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
 }
 
 // fileTenant makes a tenant and returns its id and a key of it.

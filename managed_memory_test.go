@@ -2,21 +2,16 @@ package agentkernel_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
 	"github.com/agentkernel/agentkernel/internal/memory"
 	"github.com/agentkernel/agentkernel/internal/store"
-	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
 // onEngines runs fn against a daemon on SQLite and, when
@@ -27,38 +22,6 @@ func onEngines(t *testing.T, fn func(t *testing.T, d *daemontest.Daemon)) {
 		u := freshPostgres(t)
 		fn(t, daemontest.Start(t, func(c *config.Config) { c.Store.Engine, c.Store.URL = "postgres", u }))
 	})
-}
-
-// freshPostgres creates a database no other test uses, dropped at cleanup.
-func freshPostgres(t *testing.T) string {
-	t.Helper()
-	base := testenv.PostgresURL(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "akmem_" + hex.EncodeToString(b[:])
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return
-		}
-		defer conn.Close(ctx)
-		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
 }
 
 func sha(s string) string { d, _ := store.MemoryDigest(s); return d }

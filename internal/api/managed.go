@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/memory"
 	"github.com/agentkernel/agentkernel/internal/packages"
+	"github.com/agentkernel/agentkernel/internal/resources"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/skills"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -50,6 +51,9 @@ type ManagedOptions struct {
 	Skills *skills.Service
 	// Packages builds environments' config.packages; nil refuses them.
 	Packages *packages.Service
+	// Resources serves sessions' resources when set (the store must hold
+	// them too); without it `resources` is refused.
+	Resources *resources.Service
 }
 
 // managed holds the Managed Agents handlers' dependencies.
@@ -61,13 +65,15 @@ type managed struct {
 	maxEvBy int
 	// sandboxNetwork is ManagedOptions.SandboxNetwork.
 	sandboxNetwork string
-	vaults         *vault.Service    // nil: a session's vault_ids are refused
-	skills         *skills.Service   // nil: an agent's skills are refused
-	packages       *packages.Service // nil: environments' packages are refused
+	vaults         *vault.Service     // nil: a session's vault_ids are refused
+	skills         *skills.Service    // nil: an agent's skills are refused
+	packages       *packages.Service  // nil: environments' packages are refused
+	resources      *resources.Service // nil: a session's resources are refused
 }
 
 func (s *Server) registerManagedRoutes(o *ManagedOptions) {
-	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork, vaults: o.Vaults, skills: o.Skills, packages: o.Packages}
+	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork,
+		vaults: o.Vaults, skills: o.Skills, packages: o.Packages, resources: o.Resources}
 	if m.maxEvBy <= 0 {
 		m.maxEvBy = 256 << 10
 	}
@@ -97,6 +103,9 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 	s.mux.HandleFunc("POST /v1/sessions/{id}/events", a(s.noQuery(m.sendEvents)))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", a(m.streamEvents))
 
+	if o.Resources != nil {
+		s.registerResourceRoutes(m)
+	}
 	if vst, ok := o.Store.(store.VaultStore); ok && o.Vaults != nil {
 		s.registerVaultRoutes(m, vst, o.Vaults)
 	}

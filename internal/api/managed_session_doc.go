@@ -138,10 +138,10 @@ func decodeSessionDoc(b []byte) (sessionDoc, error) {
 }
 
 // refuseSessionExtras refuses the session fields the SDK defines and the
-// runtime does not act on yet; their empty values are accepted.
+// runtime does not act on yet; their empty values are accepted. (A
+// session's resources are read by buildSessionResources.)
 func refuseSessionExtras(in obj) error {
 	return firstErr(
-		in.notYetUnlessEmpty("resources", "nothing is mounted into a session's sandbox yet (files, repositories and memory stores); copy files in with a tool call or the sandbox files API"),
 		in.notYetUnlessEmpty("budget", "agentkernel does not price model usage, so no budget can stop a session; send null or leave it out"),
 	)
 }

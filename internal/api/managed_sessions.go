@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/agentkernel/agentkernel/internal/ids"
+	"github.com/agentkernel/agentkernel/internal/resources"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
@@ -25,7 +27,7 @@ func (m *managed) status(r *http.Request, s *store.ManagedSession) (string, erro
 }
 
 func (m *managed) writeSession(w http.ResponseWriter, r *http.Request, s *store.ManagedSession) {
-	d, err := decodeSessionDoc(s.Doc)
+	d, err := m.sessionDocFor(r, s)
 	if err != nil {
 		m.writeError(w, r, err)
 		return
@@ -85,6 +87,12 @@ func (m *managed) createSession(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, err)
 		return
 	}
+	sessionID := ids.New("sesn")
+	rs, err := m.buildSessionResources(r, in, sessionID)
+	if err != nil {
+		m.writeError(w, r, err)
+		return
+	}
 	initial, err := in.objects("initial_events")
 	if err == nil && len(initial) > maxInitialEvents {
 		err = BadRequest("field \"initial_events\" has %d events; the limit is %d", len(initial), maxInitialEvents)
@@ -101,12 +109,26 @@ func (m *managed) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s, err := m.st.CreateManagedSession(r.Context(), &store.ManagedSession{
-		ID: ids.New("sesn"), TenantID: tenant(r), AgentID: agent.ID, AgentVersion: agent.Version,
+		ID: sessionID, TenantID: tenant(r), AgentID: agent.ID, AgentVersion: agent.Version,
 		EnvironmentID: env.ID, Doc: mustJSON(d),
 	})
 	if err != nil {
 		m.writeError(w, r, err)
 		return
+	}
+	if len(rs) > 0 {
+		// Checked above; a failure now (the store) must not leave a
+		// session without the resources it was asked with.
+		if rs, err = m.resources.Create(r.Context(), rs); err != nil {
+			_ = m.st.DeleteManagedSession(context.WithoutCancel(r.Context()), s.ID)
+			m.writeError(w, r, inputErr(err))
+			return
+		}
+		list := make([]map[string]any, 0, len(rs))
+		for _, x := range rs {
+			list = append(list, resources.Render(x))
+		}
+		d.Resources = mustJSON(list)
 	}
 	if len(evs) > 0 {
 		if _, err := m.events.Append(r.Context(), s.ID, evs); err != nil {
@@ -116,6 +138,20 @@ func (m *managed) createSession(w http.ResponseWriter, r *http.Request) {
 		m.wake(s.ID)
 	}
 	writeJSON(w, http.StatusOK, sessionJSON(s, d, session.StatusIdle, m.now()))
+}
+
+// sessionDocFor is the session's doc with its resources as they are now.
+func (m *managed) sessionDocFor(r *http.Request, s *store.ManagedSession) (sessionDoc, error) {
+	d, err := decodeSessionDoc(s.Doc)
+	if err != nil {
+		return d, err
+	}
+	list, err := m.sessionResourcesJSON(r, s.ID)
+	if err != nil {
+		return d, err
+	}
+	d.Resources = mustJSON(list)
+	return d, nil
 }
 
 func (m *managed) wake(sessionID string) {
@@ -295,6 +331,11 @@ func (m *managed) deleteSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.events.CloseSession(id)
+	if m.resources != nil {
+		if err := m.resources.Forget(id); err != nil {
+			m.log.WarnContext(r.Context(), "session resources: remove the host tree", "session", id, "err", err)
+		}
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"id": id, "type": "session_deleted"})
 }
 
@@ -358,7 +399,7 @@ func (m *managed) listSessions(w http.ResponseWriter, r *http.Request) {
 	out := make([]map[string]any, 0, len(page))
 	now := m.now()
 	for _, s := range page {
-		d, err := decodeSessionDoc(s.Doc)
+		d, err := m.sessionDocFor(r, s)
 		if err != nil {
 			m.writeError(w, r, err)
 			return

@@ -25,6 +25,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/files"
 	"github.com/agentkernel/agentkernel/internal/memory"
 	"github.com/agentkernel/agentkernel/internal/packages"
+	"github.com/agentkernel/agentkernel/internal/resources"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/skills"
@@ -59,6 +60,8 @@ type Daemon struct {
 	// memory keeps memory stores (nil without Managed Agents storage).
 	memory *memory.Service
 	skills *skills.Service
+	// resources runs sessions' resources (nil without Managed Agents storage).
+	resources *resources.Service
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -160,6 +163,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 	d.packages = pkgs
 	pkgs.SetSandboxes(mgr)
 	mgr.AddHooks(pkgs.Hooks())
+	d.resources = newResources(cfg, st, mgr, d.vaults, log)
 	objects, err := newObjectRuntime(cfg, st, mgr, blobs, gc, d.registry, log)
 	if err != nil {
 		d.closeStores()
@@ -188,10 +192,11 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		managed.Vaults = d.vaults
 		managed.Memory = d.memory
 		managed.Skills = d.skills
+		managed.Packages = pkgs
+		managed.Resources = d.resources
 		d.events, d.runner = events, runner
 		d.AddService(events)
-		managed.Packages = pkgs
-		rt, err := newSessionRuntime(cfg, st, events, mgr, sessionServices{vaults: d.vaults, skills: d.skills, packages: pkgs}, log)
+		rt, err := newSessionRuntime(cfg, st, events, mgr, sessionServices{vaults: d.vaults, skills: d.skills, packages: pkgs, resources: d.resources}, log)
 		if err != nil {
 			d.closeStores()
 			return nil, err

@@ -9,6 +9,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/ids"
 	"github.com/agentkernel/agentkernel/internal/model"
 	"github.com/agentkernel/agentkernel/internal/packages"
+	"github.com/agentkernel/agentkernel/internal/resources"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/skills"
@@ -22,9 +23,10 @@ import (
 // sessionServices are the services a session's turns use beside the store
 // and the sandboxes; nil ones are left out.
 type sessionServices struct {
-	vaults   *vault.Service
-	skills   *skills.Service
-	packages *packages.Service
+	vaults    *vault.Service
+	skills    *skills.Service
+	packages  *packages.Service
+	resources *resources.Service
 }
 
 func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventLog, mgr *sandbox.Manager, svc sessionServices, log *slog.Logger) (*session.Runtime, error) {
@@ -65,6 +67,9 @@ func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventL
 	if svc.vaults != nil {
 		rtCfg.Credentials = svc.vaults
 		rtCfg.MCPAuth = svc.vaults
+	}
+	if svc.resources != nil {
+		rtCfg.Context = append(rtCfg.Context, svc.resources)
 	}
 	return session.NewRuntime(rtCfg)
 }

@@ -26,6 +26,7 @@ type Store interface {
 	MemoryStores
 	SkillStore
 	PackageBuildStore
+	SessionResourceStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.

@@ -1,0 +1,114 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentkernel/agentkernel/internal/ids"
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+const sessionResourceCols = `id, tenant_id, session_id, kind, mount_path, doc, secret, key_id, created_at, updated_at`
+
+func scanSessionResource(row pgx.Row) (*store.SessionResource, error) {
+	var (
+		x   store.SessionResource
+		doc []byte
+	)
+	if err := row.Scan(&x.ID, &x.TenantID, &x.SessionID, &x.Kind, &x.MountPath, &doc, &x.Secret, &x.KeyID,
+		&x.CreatedAt, &x.UpdatedAt); err != nil {
+		return nil, err
+	}
+	x.Doc = rawOrNil(doc)
+	x.CreatedAt, x.UpdatedAt = x.CreatedAt.UTC(), x.UpdatedAt.UTC()
+	return &x, nil
+}
+
+// CreateSessionResources inserts rs in one transaction.
+func (s *Store) CreateSessionResources(ctx context.Context, rs []*store.SessionResource) ([]*store.SessionResource, error) {
+	var out []*store.SessionResource
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		out = nil
+		now := s.clock()
+		for _, r := range rs {
+			in := *r
+			if in.ID == "" {
+				in.ID = ids.New("sesrsc")
+			}
+			doc, err := objectArg("session resource "+in.ID+": Doc", in.Doc)
+			if err != nil {
+				return err
+			}
+			if in.CreatedAt.IsZero() {
+				in.CreatedAt = now
+			}
+			if in.UpdatedAt.IsZero() {
+				in.UpdatedAt = in.CreatedAt
+			}
+			row, err := scanSessionResource(tx.QueryRow(ctx, `INSERT INTO session_resources
+				(`+sessionResourceCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+sessionResourceCols,
+				in.ID, in.TenantID, in.SessionID, in.Kind, in.MountPath, doc, in.Secret, in.KeyID, in.CreatedAt, in.UpdatedAt))
+			switch {
+			case isUniqueViolation(err):
+				return fmt.Errorf("session %s: mount path %q is taken by another resource: %w", in.SessionID, in.MountPath, store.ErrConflict)
+			case pgCode(err) == codeForeignKeyViolation:
+				return fmt.Errorf("session %s: %w", in.SessionID, store.ErrNotFound)
+			case err != nil:
+				return mapErr("create session resource "+in.ID, err)
+			}
+			out = append(out, row)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GetSessionResource returns the resource or ErrNotFound.
+func (s *Store) GetSessionResource(ctx context.Context, id string) (*store.SessionResource, error) {
+	r, err := scanSessionResource(s.pool.QueryRow(ctx, `SELECT `+sessionResourceCols+` FROM session_resources WHERE id = $1`, id))
+	if err != nil {
+		return nil, mapErr("session resource "+id, err)
+	}
+	return r, nil
+}
+
+// ListSessionResources lists a session's resources by id.
+func (s *Store) ListSessionResources(ctx context.Context, sessionID, afterID string, limit int) ([]*store.SessionResource, error) {
+	var lim any
+	if limit > 0 {
+		lim = limit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+sessionResourceCols+` FROM session_resources
+		WHERE session_id = $1 AND id > $2 ORDER BY id LIMIT $3`, sessionID, afterID, lim)
+	if err != nil {
+		return nil, mapErr("list session resources", err)
+	}
+	return collect(rows, "session resources", scanSessionResource)
+}
+
+// UpdateSessionResourceSecret replaces the sealed secret.
+func (s *Store) UpdateSessionResourceSecret(ctx context.Context, id string, secret []byte, keyID string) (*store.SessionResource, error) {
+	r, err := scanSessionResource(s.pool.QueryRow(ctx, `UPDATE session_resources SET secret = $2, key_id = $3, updated_at = $4
+		WHERE id = $1 RETURNING `+sessionResourceCols, id, secret, keyID, s.clock()))
+	if err != nil {
+		return nil, mapErr("update session resource "+id, err)
+	}
+	return r, nil
+}
+
+// DeleteSessionResource deletes the resource or says ErrNotFound.
+func (s *Store) DeleteSessionResource(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM session_resources WHERE id = $1`, id)
+	if err != nil {
+		return mapErr("delete session resource "+id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("session resource %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}

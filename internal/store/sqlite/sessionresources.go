@@ -1,0 +1,122 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/agentkernel/agentkernel/internal/ids"
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+const sessionResourceCols = `id, tenant_id, session_id, kind, mount_path, doc, secret, key_id, created_at, updated_at`
+
+func scanSessionResource(r scanner) (*store.SessionResource, error) {
+	var (
+		x                store.SessionResource
+		doc              string
+		created, updated int64
+	)
+	if err := r.Scan(&x.ID, &x.TenantID, &x.SessionID, &x.Kind, &x.MountPath, &doc, &x.Secret, &x.KeyID,
+		&created, &updated); err != nil {
+		return nil, err
+	}
+	x.Doc = []byte(doc)
+	x.CreatedAt, x.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return &x, nil
+}
+
+// CreateSessionResources implements store.SessionResourceStore.
+func (s *Store) CreateSessionResources(ctx context.Context, rs []*store.SessionResource) ([]*store.SessionResource, error) {
+	var out []*store.SessionResource
+	err := s.inTx(ctx, func(tx *wtx) error {
+		out = out[:0]
+		now := s.timestamp()
+		for _, r := range rs {
+			in := *r
+			if in.ID == "" {
+				in.ID = ids.New("sesrsc")
+			}
+			doc, err := jsonObject("session resource "+in.ID+": Doc", in.Doc, "{}")
+			if err != nil {
+				return err
+			}
+			if in.CreatedAt.IsZero() {
+				in.CreatedAt = now
+			}
+			if in.UpdatedAt.IsZero() {
+				in.UpdatedAt = in.CreatedAt
+			}
+			row, err := scanSessionResource(tx.QueryRowContext(ctx, `INSERT INTO session_resources
+				(`+sessionResourceCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+sessionResourceCols,
+				in.ID, in.TenantID, in.SessionID, in.Kind, in.MountPath, doc, in.Secret, in.KeyID,
+				micros(in.CreatedAt), micros(in.UpdatedAt)))
+			if s.drv.isUnique(err) {
+				return fmt.Errorf("session %s: mount path %q is taken by another resource: %w", in.SessionID, in.MountPath, store.ErrConflict)
+			}
+			if s.drv.isForeignKey(err) {
+				return fmt.Errorf("session %s: %w", in.SessionID, store.ErrNotFound)
+			}
+			if err != nil {
+				return fmt.Errorf("sqlite: create session resource %q: %w", in.ID, err)
+			}
+			out = append(out, row)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GetSessionResource implements store.SessionResourceStore.
+func (s *Store) GetSessionResource(ctx context.Context, id string) (*store.SessionResource, error) {
+	r, err := scanSessionResource(s.read.QueryRowContext(ctx, `SELECT `+sessionResourceCols+` FROM session_resources WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("session resource %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get session resource %q: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListSessionResources implements store.SessionResourceStore.
+func (s *Store) ListSessionResources(ctx context.Context, sessionID, afterID string, limit int) ([]*store.SessionResource, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+sessionResourceCols+` FROM session_resources
+		WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?`, sessionID, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list session resources: %w", err)
+	}
+	return collect(rows, "session resources", scanSessionResource)
+}
+
+// UpdateSessionResourceSecret implements store.SessionResourceStore.
+func (s *Store) UpdateSessionResourceSecret(ctx context.Context, id string, secret []byte, keyID string) (*store.SessionResource, error) {
+	r, err := scanSessionResource(s.write.QueryRowContext(ctx, `UPDATE session_resources SET secret = ?, key_id = ?, updated_at = ?
+		WHERE id = ? RETURNING `+sessionResourceCols, secret, keyID, micros(s.timestamp()), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("session resource %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: update session resource %q: %w", id, err)
+	}
+	return r, nil
+}
+
+// DeleteSessionResource implements store.SessionResourceStore.
+func (s *Store) DeleteSessionResource(ctx context.Context, id string) error {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM session_resources WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete session resource %q: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("session resource %q: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
