@@ -163,7 +163,15 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 	d.packages = pkgs
 	pkgs.SetSandboxes(mgr)
 	mgr.AddHooks(pkgs.Hooks())
+	d.files = files.New(files.Config{Store: st, Blobs: blobs, MaxBytes: cfg.Files.MaxUploadBytes, Pins: gc,
+		Log: log.With("component", "files"), BeforeRecord: fileFaults(cfg.Home)})
 	d.resources = newResources(cfg, st, mgr, d.vaults, log)
+	if d.resources != nil {
+		d.resources.SetFiles(resourceFiles{d.files})
+		if d.memory != nil {
+			d.resources.SetMemory(resourceMemory{d.memory})
+		}
+	}
 	objects, err := newObjectRuntime(cfg, st, mgr, blobs, gc, d.registry, log)
 	if err != nil {
 		d.closeStores()
@@ -212,8 +220,6 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 	if mon != nil {
 		d.AddService(mon)
 	}
-	d.files = files.New(files.Config{Store: st, Blobs: blobs, MaxBytes: cfg.Files.MaxUploadBytes, Pins: gc,
-		Log: log.With("component", "files"), BeforeRecord: fileFaults(cfg.Home)})
 	d.server = api.New(api.Options{
 		Store:        st,
 		Log:          log,

@@ -51,9 +51,14 @@ type Config struct {
 
 // CreateParams describes a file to store.
 type CreateParams struct {
-	// Filename is reduced to its last path component; "" becomes
-	// "unnamed" plus the extension of the MIME type.
+	// Filename is reduced to its last path component (unless KeepPath);
+	// "" becomes "unnamed" plus the extension of the MIME type.
 	Filename string
+	// KeepPath keeps Filename as the clean relative path it is (a session
+	// output's path under /mnt/session/outputs/, e.g. "report/a.csv"):
+	// the name says where the agent put it, and two outputs of one name
+	// in different directories stay apart.
+	KeepPath bool
 	// MimeType "" or application/octet-stream is guessed from the
 	// filename's extension, then from the first bytes.
 	MimeType string
@@ -134,7 +139,7 @@ func (s *Service) Stage(ctx context.Context, tenantID string, p CreateParams) (*
 		}
 		return nil, fmt.Errorf("store file %s: %w", id, err)
 	}
-	return &Staged{s: s, unpin: unpin, file: store.File{ID: id, TenantID: tenantID, Filename: filename(p.Filename, mt),
+	return &Staged{s: s, unpin: unpin, file: store.File{ID: id, TenantID: tenantID, Filename: filename(p.Filename, mt, p.KeepPath),
 		MimeType: mt, SizeBytes: info.Size, SHA256: info.SHA256, BlobKey: key, Downloadable: p.Downloadable,
 		ScopeSessionID: p.ScopeSessionID, ExpiresAt: p.ExpiresAt}}, nil
 }
@@ -299,8 +304,13 @@ func (l *limitReader) Read(p []byte) (int, error) {
 // filename keeps the last path component of name (either separator), as
 // the hosted API does; an empty one becomes "unnamed" plus the MIME
 // type's extension.
-func filename(name, mimeType string) string {
+func filename(name, mimeType string, keepPath bool) string {
 	name = strings.ReplaceAll(name, `\`, "/")
+	if keepPath {
+		if c := path.Clean(name); c != "." && !path.IsAbs(c) && c != ".." && !strings.HasPrefix(c, "../") {
+			return c
+		}
+	}
 	base := path.Base(name)
 	if name == "" || base == "/" || base == "." || base == ".." {
 		return "unnamed" + extension(mimeType)
