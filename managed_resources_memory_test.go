@@ -3,6 +3,7 @@ package agentkernel_test
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -48,17 +49,9 @@ echo edited`}}}},
 		c.Models = map[string]config.ModelConfig{"claude-*": {Provider: config.ProviderAnthropic, BaseURL: fake.URL, APIKey: "sk-fake"}}
 	})
 	ctx := context.Background()
-	mem := &memMemory{stores: map[string]*memStore{}}
-	d.Resources().SetMemory(mem)
-	tn, err := d.Store().GetTenantByName(ctx, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	facts := mem.add(tn.ID, "facts", map[string]string{"/a.md": "fact a\n"})
-	notes := mem.add(tn.ID, "notes", map[string]string{"/n.md": "note n\n", "/gone.md": "to delete\n"})
-	baseN := mem.stores[notes].entries["/n.md"].VersionID
-	baseGone := mem.stores[notes].entries["/gone.md"].VersionID
 	c := sdkClient(d, d.AdminKey)
+	facts, _ := newMemoryStore(t, c, "facts", map[string]string{"/a.md": "fact a\n"})
+	notes, bases := newMemoryStore(t, c, "notes", map[string]string{"/n.md": "note n\n", "/gone.md": "to delete\n"})
 	ag, err := c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{Name: "mem", Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-5"},
 		Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
 			Type: anthropic.BetaManagedAgentsAgentToolset20260401ParamsTypeAgentToolset20260401}}}})
@@ -123,29 +116,60 @@ echo edited`}}}},
 			t.Fatalf("the system prompt lacks %q: %s", want, sys)
 		}
 	}
-	mem.mu.Lock()
-	syncs := mem.syncs
-	mem.mu.Unlock()
-	if len(syncs) != 1 {
-		t.Fatalf("%d syncs after the turn; want 1", len(syncs))
-	}
+	// One sync, by the session: a version of each changed memory, made on
+	// the version the session read (the memory's previous version).
+	versions := sessionVersions(t, c, notes, s.ID)
 	got := map[string]string{}
-	for _, ch := range syncs[0] {
-		content := "<deleted>"
-		if ch.Content != nil {
-			content = *ch.Content
+	for _, v := range versions {
+		if _, dup := got[v.Path]; dup {
+			t.Fatalf("%s synced twice: %d versions by the session", v.Path, len(versions))
 		}
-		got[ch.Path] = content + " @" + ch.BaseVersionID
+		got[v.Path] = string(v.Operation) + " @" + previousVersion(t, c, notes, v)
 	}
-	want := map[string]string{"/n.md": "changed\n @" + baseN, "/dir/new.md": "new\n @", "/gone.md": "<deleted> @" + baseGone}
+	want := map[string]string{"/n.md": "modified @" + bases["/n.md"], "/dir/new.md": "created @", "/gone.md": "deleted @" + bases["/gone.md"]}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("synced changes %v; want %v", got, want)
+		t.Fatalf("synced versions %v; want %v", got, want)
+	}
+	live := map[string]string{}
+	iter := c.Beta.MemoryStores.Memories.ListAutoPaging(ctx, notes, anthropic.BetaMemoryStoreMemoryListParams{View: "full"})
+	for iter.Next() {
+		if m := iter.Current(); m.Type == "memory" {
+			live[m.Path] = m.Content
+		}
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(live) != fmt.Sprint(map[string]string{"/n.md": "changed\n", "/dir/new.md": "new\n"}) {
+		t.Fatalf("the store after the turn: %v", live)
 	}
 	turn("look")
-	mem.mu.Lock()
-	n := len(mem.syncs)
-	mem.mu.Unlock()
-	if n != 1 {
-		t.Fatalf("a turn that changed nothing synced again: %v", mem.syncs[1:])
+	if again := sessionVersions(t, c, notes, s.ID); len(again) != len(versions) {
+		t.Fatalf("a turn that changed nothing synced again: %d versions, was %d", len(again), len(versions))
 	}
+}
+
+// previousVersion is the id of the version of v's memory made just before
+// v ("" when v made the memory).
+func previousVersion(t *testing.T, c anthropic.Client, storeID string, v anthropic.BetaManagedAgentsMemoryVersion) string {
+	t.Helper()
+	var all []anthropic.BetaManagedAgentsMemoryVersion
+	iter := c.Beta.MemoryStores.MemoryVersions.ListAutoPaging(context.Background(), storeID,
+		anthropic.BetaMemoryStoreMemoryVersionListParams{MemoryID: anthropic.String(v.MemoryID)})
+	for iter.Next() {
+		all = append(all, iter.Current())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].CreatedAt.Before(all[j].CreatedAt) })
+	prev := ""
+	for _, x := range all {
+		if x.ID == v.ID {
+			return prev
+		}
+		prev = x.ID
+	}
+	t.Fatalf("version %s is not among its memory's versions", v.ID)
+	return ""
 }
