@@ -239,6 +239,7 @@ func (s *Service) syncMemory(ctx context.Context, sess *store.ManagedSession, l 
 	if err != nil {
 		return fmt.Errorf("memory store %s: sync: %w", d.MemoryStoreID, err)
 	}
+	s.failpoint(FailAfterMemorySync)
 	if base == nil {
 		base = map[string]memBase{}
 	}
