@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
+	"github.com/agentkernel/agentkernel/internal/guest"
 	"github.com/agentkernel/agentkernel/internal/model/anthropictest"
 )
 
@@ -172,4 +173,101 @@ func previousVersion(t *testing.T, c anthropic.Client, storeID string, v anthrop
 	}
 	t.Fatalf("version %s is not among its memory's versions", v.ID)
 	return ""
+}
+
+// TestSessionMemorySyncedBeforeTheSandboxStops: what lands in a read_write
+// store after the turn's end sync (a process the agent left running wrote
+// it; here the test writes through the sandbox's guest) is synced, by the
+// session, before the sandbox hibernates and before the session (and its
+// sandbox) is deleted — the host copy goes with the session.
+func TestSessionMemorySyncedBeforeTheSandboxStops(t *testing.T) {
+	fake := anthropictest.New(t, func(r anthropictest.Request) anthropictest.Turn {
+		if r.AssistantTurns() == 0 {
+			return anthropictest.Turn{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": "echo first > /mnt/memory/notes/a.md"}}}}
+		}
+		return anthropictest.Turn{Text: "done"}
+	})
+	d := daemontest.Start(t, func(c *config.Config) {
+		c.Models = map[string]config.ModelConfig{"claude-*": {Provider: config.ProviderAnthropic, BaseURL: fake.URL, APIKey: "sk-fake"}}
+	})
+	ctx := context.Background()
+	c := sdkClient(d, d.AdminKey)
+	notes, _ := newMemoryStore(t, c, "notes", nil)
+	ag, err := c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{Name: "mem", Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-5"},
+		Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
+			Type: anthropic.BetaManagedAgentsAgentToolset20260401ParamsTypeAgentToolset20260401}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
+		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(ag.ID)}, EnvironmentID: newEnv(t, c, "mem").ID,
+		Resources: []anthropic.BetaSessionNewParamsResourceUnion{{OfMemoryStore: &anthropic.BetaManagedAgentsMemoryStoreResourceParam{
+			Type: "memory_store", MemoryStoreID: notes}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream := c.Beta.Sessions.Events.StreamEvents(sctx, s.ID, anthropic.BetaSessionEventStreamParams{})
+	defer stream.Close()
+	if _, err := c.Beta.Sessions.Events.Send(ctx, s.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{userText("go")}}); err != nil {
+		t.Fatal(err)
+	}
+	for stream.Next() && stream.Current().Type != "session.status_idle" {
+		if ev := stream.Current(); ev.Type == "session.error" {
+			t.Fatalf("session.error %s", ev.RawJSON())
+		}
+	}
+	ms, err := d.Store().GetManagedSession(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(p, content string) {
+		t.Helper()
+		err := d.Sandboxes().Client(ctx, ms.TenantID, ms.SandboxID, func(g *guest.Client) error {
+			return g.WriteFile(ctx, guest.WriteFileRequest{Path: p, Data: []byte(content)})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ops := func() string {
+		t.Helper()
+		var out []string
+		for _, v := range sessionVersions(t, c, notes, s.ID) {
+			out = append(out, string(v.Operation)+" "+v.Path)
+		}
+		sort.Strings(out)
+		return strings.Join(out, ", ")
+	}
+	if got := ops(); got != "created /a.md" {
+		t.Fatalf("versions after the turn: %s", got)
+	}
+
+	write("/mnt/memory/notes/late.md", "late\n")
+	if _, err := d.Sandboxes().Hibernate(ctx, ms.TenantID, ms.SandboxID); err != nil {
+		t.Fatal(err)
+	}
+	if got := ops(); got != "created /a.md, created /late.md" {
+		t.Fatalf("versions after hibernation: %s", got)
+	}
+
+	write("/mnt/memory/notes/late.md", "later\n") // wakes the sandbox
+	if _, err := c.Beta.Sessions.Delete(ctx, s.ID, anthropic.BetaSessionDeleteParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ops(); got != "created /a.md, created /late.md, modified /late.md" {
+		t.Fatalf("versions after the session was deleted: %s", got)
+	}
+	live := map[string]string{}
+	iter := c.Beta.MemoryStores.Memories.ListAutoPaging(ctx, notes, anthropic.BetaMemoryStoreMemoryListParams{View: "full"})
+	for iter.Next() {
+		if m := iter.Current(); m.Type == "memory" {
+			live[m.Path] = m.Content
+		}
+	}
+	if err := iter.Err(); err != nil || fmt.Sprint(live) != fmt.Sprint(map[string]string{"/a.md": "first\n", "/late.md": "later\n"}) {
+		t.Fatalf("the store after the session: %v %v", live, err)
+	}
 }
