@@ -243,6 +243,9 @@ func (s *Service) syncMemory(ctx context.Context, sess *store.ManagedSession, l 
 	if base == nil {
 		base = map[string]memBase{}
 	}
+	if st.Mem == nil {
+		st.Mem = map[string]map[string]memBase{}
+	}
 	for _, c := range changes {
 		if c.Content == nil {
 			delete(base, strings.TrimPrefix(c.Path, "/"))

@@ -34,7 +34,7 @@ func memoryWriteKilledAt(t *testing.T, fp string) {
 				return anthropictest.Turn{Text: "Noted."}
 			}
 			return anthropictest.Turn{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{
-				"command": "cat /mnt/memory/notes/n.md && echo changed > /mnt/memory/notes/n.md"}}}}
+				"command": "cat /mnt/memory/notes/n.md && echo changed > /mnt/memory/notes/n.md && rm /mnt/memory/notes/gone.md"}}}}
 		})
 		n := newNode(t, engine, fake.URL)
 		n.start()
@@ -44,6 +44,10 @@ func memoryWriteKilledAt(t *testing.T, fp string) {
 			t.Fatal(err)
 		}
 		base, err := c.Beta.MemoryStores.Memories.New(ctx, st.ID, anthropic.BetaMemoryStoreMemoryNewParams{Path: "/n.md", Content: anthropic.String("v0\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone, err := c.Beta.MemoryStores.Memories.New(ctx, st.ID, anthropic.BetaMemoryStoreMemoryNewParams{Path: "/gone.md", Content: anthropic.String("old\n")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,25 +66,37 @@ func memoryWriteKilledAt(t *testing.T, fp string) {
 			t.Fatalf("session.error after the restart: %v", errs)
 		}
 
-		var mine []anthropic.BetaManagedAgentsMemoryVersion
+		// One version per change, by the session. The deletion is seen
+		// only against the bases kept from before the kill.
+		mine := map[string]anthropic.BetaManagedAgentsMemoryVersion{}
 		it := c.Beta.MemoryStores.MemoryVersions.ListAutoPaging(ctx, st.ID, anthropic.BetaMemoryStoreMemoryVersionListParams{})
 		var all int
 		for it.Next() {
 			v := it.Current()
 			all++
 			if v.CreatedBy.Type == "session_actor" && v.CreatedBy.SessionID == sid {
-				mine = append(mine, v)
+				if _, dup := mine[v.MemoryID]; dup {
+					t.Fatalf("two versions of %s by the session", v.Path)
+				}
+				mine[v.MemoryID] = v
 			}
 		}
 		if err := it.Err(); err != nil {
 			t.Fatal(err)
 		}
-		if len(mine) != 1 || all != 2 || mine[0].MemoryID != base.ID || mine[0].Operation != "modified" || mine[0].Path != "/n.md" {
-			t.Fatalf("versions after the kill and the restart: %d in all, by the session %+v; want one modification of %s", all, mine, base.ID)
+		if all != 4 || len(mine) != 2 || mine[base.ID].Operation != "modified" || mine[gone.ID].Operation != "deleted" {
+			var got []string
+			for _, v := range mine {
+				got = append(got, string(v.Operation)+" "+v.Path)
+			}
+			t.Fatalf("versions after the kill and the restart: %d in all, by the session %q; want 4, a modification of /n.md and a deletion of /gone.md", all, got)
 		}
 		m, err := c.Beta.MemoryStores.Memories.Get(ctx, base.ID, anthropic.BetaMemoryStoreMemoryGetParams{MemoryStoreID: st.ID, View: "full"})
-		if err != nil || m.Content != "changed\n" || m.MemoryVersionID != mine[0].ID {
+		if err != nil || m.Content != "changed\n" || m.MemoryVersionID != mine[base.ID].ID {
 			t.Fatalf("the memory after the restart: %v %s", err, m.RawJSON())
+		}
+		if _, err := c.Beta.MemoryStores.Memories.Get(ctx, gone.ID, anthropic.BetaMemoryStoreMemoryGetParams{MemoryStoreID: st.ID}); err == nil {
+			t.Fatalf("the memory the agent deleted is still there")
 		}
 	})
 }
