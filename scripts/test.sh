@@ -28,7 +28,7 @@ missing() {
 }
 
 require_go
-apt_install bubblewrap docker.io busybox-static iproute2 ca-certificates python3 nodejs python3-pip npm
+apt_install bubblewrap docker.io busybox-static iproute2 ca-certificates python3 nodejs python3-pip npm git
 if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
 	apt_install postgresql
 fi
