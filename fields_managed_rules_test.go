@@ -160,11 +160,40 @@ func managedRules(w *managedWalker) []fieldRule {
 		rule(`^session\.(create|update) \.vault_ids\[\]$`).with(func(t *testing.T, c *fieldCase) any {
 			return w.post(t, "/v1/vaults", map[string]any{"display_name": "walk " + c.marker})["id"]
 		}).does(w.echoes(".vault_ids[0]")),
-		// A session's resources. Files and memory stores need the files and
-		// memory services, which this daemon does not run yet: refused as not
-		// supported yet. A repository is stored and shown (its clone is
-		// TestSessionResourcesThroughTheSDK's); its token never is.
-		notYet(`^session\.create \.resources\[\]<Of(File|MemoryStore)>`, "resources"),
+		// A session's resources. A file resource names a File uploaded
+		// through /v1/files, a memory_store resource a store of the tenant;
+		// both are shown on the session as sent (their contents in the
+		// sandbox are TestSessionResourcesThroughTheSDK's and
+		// TestSessionMemoryStoresThroughTheSDK's), and a store's
+		// instructions reach the model's system prompt.
+		rule(`^session\.create \.resources\[\]<OfFile>\.`).with(func(t *testing.T, c *fieldCase) any {
+			const f = ".resources[]<OfFile>"
+			c.state["fill"+f+".file_id"] = w.upload(t, c.marker+".txt", c.marker)
+			switch p := c.leaf.path; {
+			case strings.HasSuffix(p, ".type"):
+				return "file"
+			case strings.HasSuffix(p, ".mount_path"):
+				return "/mnt/session/uploads/" + c.marker + ".txt"
+			}
+			return c.state["fill"+f+".file_id"]
+		}).does(w.holdsResource(".resources[]<OfFile>")),
+		rule(`^session\.create \.resources\[\]<OfMemoryStore>\.instructions$`).with(func(t *testing.T, c *fieldCase) any {
+			c.state["fill.resources[]<OfMemoryStore>.memory_store_id"] = w.memoryStore(t, c.marker)
+			return "instructions of " + c.marker
+		}).does(w.modelSees("the store's instructions", func(r anthropictest.Request, c *fieldCase) bool {
+			return strings.Contains(string(r.System), "instructions of "+c.marker)
+		})),
+		rule(`^session\.create \.resources\[\]<OfMemoryStore>\.`).with(func(t *testing.T, c *fieldCase) any {
+			const m = ".resources[]<OfMemoryStore>"
+			c.state["fill"+m+".memory_store_id"] = w.memoryStore(t, c.marker)
+			switch p := c.leaf.path; {
+			case strings.HasSuffix(p, ".type"):
+				return "memory_store"
+			case strings.HasSuffix(p, ".access"):
+				return "read_only"
+			}
+			return c.state["fill"+m+".memory_store_id"]
+		}).does(w.holdsResource(".resources[]<OfMemoryStore>")),
 		rule(`^session\.create \.resources\[\]<OfGitHubRepository>\.`).with(func(t *testing.T, c *fieldCase) any {
 			const repo = ".resources[]<OfGitHubRepository>"
 			c.state["fill"+repo+".url"] = "https://github.com/o/walk"
@@ -207,9 +236,28 @@ func managedRules(w *managedWalker) []fieldRule {
 				}
 			}
 		}),
-		// A session's resources, added and updated. A file needs the files
-		// service, which this daemon does not run yet.
-		notYet(`^resource\.add \.(file_id|type|mount_path)$`, "file resources are not supported yet"),
+		// A session's resources, added and updated: an added file is listed
+		// with the session's resources as sent.
+		rule(`^resource\.add \.(file_id|type|mount_path)$`).with(func(t *testing.T, c *fieldCase) any {
+			c.state["fill.file_id"] = w.upload(t, c.marker+".txt", c.marker)
+			switch p := c.leaf.path; {
+			case strings.HasSuffix(p, ".type"):
+				return "file"
+			case strings.HasSuffix(p, ".mount_path"):
+				return "/mnt/session/uploads/" + c.marker + ".txt"
+			}
+			return c.state["fill.file_id"]
+		}).does(func(t *testing.T, c *fieldCase) {
+			out := ok(t, c)
+			if out == nil {
+				return
+			}
+			_, got := w.do(t, "GET", "/v1/sessions/"+c.state["session"].(string)+"/resources/"+out["id"].(string), nil)
+			field := c.leaf.path[strings.LastIndex(c.leaf.path, ".")+1:]
+			for _, o := range []map[string]any{out, got} {
+				holds(t, c, field, jsonAt(o, "."+field), c.value)
+			}
+		}),
 		rule(`^resource\.update \.authorization_token$`).does(func(t *testing.T, c *fieldCase) {
 			out := ok(t, c)
 			if out == nil {

@@ -1,8 +1,10 @@
 package agentkernel_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"mime/multipart"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -559,5 +561,46 @@ func (w *managedWalker) mcpPermission(perm string) func(*testing.T, *fieldCase) 
 			}
 		}
 		t.Errorf("%s %s: no agent.mcp_tool_use of %s in %v", c.body, c.leaf.path, server, evs)
+	}
+}
+
+// upload stores a File through /v1/files and returns its id.
+func (w *managedWalker) upload(t *testing.T, name, content string) string {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	part, err := mw.CreateFormFile("file", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = part.Write([]byte(content))
+	_ = mw.Close()
+	code, out := call(t, "POST", w.d.URL+"/v1/files", w.d.AdminKey, body.String(), "Content-Type", mw.FormDataContentType())
+	if code != 200 {
+		t.Fatalf("upload %s: %d %v", name, code, out)
+	}
+	return out["id"].(string)
+}
+
+// memoryStore creates a memory store named after marker and returns its id.
+func (w *managedWalker) memoryStore(t *testing.T, marker string) string {
+	t.Helper()
+	return w.post(t, "/v1/memory_stores", map[string]any{"name": marker})["id"].(string)
+}
+
+// holdsResource checks that the session (as answered and as read back)
+// shows its first resource's field as sent; prefix is the resource
+// variant's path in the request (".resources[]<OfFile>").
+func (w *managedWalker) holdsResource(prefix string) func(*testing.T, *fieldCase) {
+	return func(t *testing.T, c *fieldCase) {
+		out := ok(t, c)
+		if out == nil {
+			return
+		}
+		_, got := w.do(t, "GET", "/v1/sessions/"+out["id"].(string), nil)
+		field := strings.TrimPrefix(c.leaf.path, prefix)
+		for _, o := range []map[string]any{out, got} {
+			holds(t, c, "resources[0]"+field, jsonAt(o, ".resources[0]"+field), c.value)
+		}
 	}
 }

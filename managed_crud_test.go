@@ -146,8 +146,8 @@ func TestManagedEnvironmentsThroughTheSDK(t *testing.T) {
 	}
 	// What agentkernel cannot do yet is refused, not stored and ignored.
 	_, err = c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "pkg", Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{
-		Packages: anthropic.BetaPackagesParams{Pip: []string{"requests"}}}}})
-	wantStatus(t, "packages", err, 400, "config.packages.pip", "not supported yet")
+		Packages: anthropic.BetaPackagesParams{Apt: []string{"curl"}}}}})
+	wantStatus(t, "packages", err, 400, "config.packages.apt", "not supported yet")
 	up, err := c.Beta.Environments.Update(ctx, e.ID, anthropic.BetaEnvironmentUpdateParams{
 		Name: anthropic.String("py3"), Metadata: map[string]string{"owner": ""},
 	})

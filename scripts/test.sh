@@ -28,7 +28,10 @@ missing() {
 }
 
 require_go
-apt_install bubblewrap docker.io busybox-static iproute2 ca-certificates python3 nodejs python3-pip npm
+apt_install bubblewrap docker.io busybox-static iproute2 ca-certificates python3 nodejs python3-pip git
+# npm ships with NodeSource's nodejs, which conflicts with Debian's npm
+# package: install it only where nodejs came without it.
+[ -x /usr/bin/npm ] || apt_install npm
 if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
 	apt_install postgresql
 fi

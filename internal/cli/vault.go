@@ -12,20 +12,22 @@ import (
 
 func vaultCommand() command {
 	return command{name: "vault", summary: "vault keys (operator; runs on the daemon's host)", subs: []command{
-		{name: "rotate-key", summary: "add a new vault key and re-encrypt every credential with it", run: vaultRotateKey},
+		{name: "rotate-key", summary: "add a new vault key and re-encrypt every credential and repository token with it", run: vaultRotateKey},
 	}}
 }
 
 // vaultRotateKey opens the configuration and the store directly (it works
 // with the daemon running or stopped): it adds a key, makes it current,
-// re-encrypts every credential under it, and with --drop-old removes the
-// older keys once nothing is sealed with them. Killed halfway, it loses
+// re-encrypts every credential and every session resource's repository
+// token under it, and with --drop-old removes the older keys once nothing
+// is sealed with them. Killed halfway, it loses
 // nothing (the old keys still open what they sealed); run it again.
 func vaultRotateKey(ctx context.Context, m *Main, args []string) error {
 	fs := m.newFlagSet("vault rotate-key", "vault rotate-key [--config FILE] [--home DIR] [--drop-old] [--no-new-key]\n\n"+
-		"Adds a new current key to the vault key file, re-encrypts every credential with it and reports the counts.\n"+
+		"Adds a new current key to the vault key file, re-encrypts every credential and every session resource's\n"+
+		"repository token with it and reports the counts.\n"+
 		"Old keys stay in the file (a running daemon and an interrupted rotation still need them) until --drop-old,\n"+
-		"which removes them only after every credential is re-encrypted. --no-new-key finishes an interrupted rotation\n"+
+		"which removes them only after everything is re-encrypted. --no-new-key finishes an interrupted rotation\n"+
 		"with the current key.")
 	var flags config.Flags
 	fs.StringVar(&flags.ConfigPath, "config", "", "configuration file (as for serve)")
@@ -51,7 +53,7 @@ func vaultRotateKey(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer st.Close()
-	svc := vault.New(vault.Config{Store: st, Keys: keys})
+	svc := vault.New(vault.Config{Store: st, Resources: st, Keys: keys})
 	if !*noNew {
 		id, err := keys.AddKey()
 		if err != nil {
@@ -61,13 +63,14 @@ func vaultRotateKey(ctx context.Context, m *Main, args []string) error {
 	}
 	rep, err := svc.Rekey(ctx, rekeyHook(cfg.Home))
 	if err != nil {
-		return fmt.Errorf("re-encrypted %d credentials, then: %w (old keys are kept; run vault rotate-key --no-new-key to finish)", rep.Reencrypted, err)
+		return fmt.Errorf("re-encrypted %d credentials and %d session resource tokens, then: %w (old keys are kept; run vault rotate-key --no-new-key to finish)", rep.Reencrypted, rep.Resources, err)
 	}
 	fmt.Fprintf(m.Stdout, "re-encrypted %d credentials with key %s", rep.Reencrypted, rep.Key)
 	if rep.Gone > 0 {
 		fmt.Fprintf(m.Stdout, " (%d deleted meanwhile)", rep.Gone)
 	}
 	fmt.Fprintln(m.Stdout)
+	fmt.Fprintf(m.Stdout, "re-encrypted %d session resource tokens with key %s\n", rep.Resources, rep.Key)
 	left, err := svc.StillUnder(ctx)
 	if err != nil {
 		return err
@@ -82,7 +85,7 @@ func vaultRotateKey(ctx context.Context, m *Main, args []string) error {
 	case len(old) == 0:
 		return nil
 	case left > 0:
-		return fmt.Errorf("%d credentials are still sealed with an old key; run vault rotate-key --no-new-key", left)
+		return fmt.Errorf("%d credentials or session resource tokens are still sealed with an old key; run vault rotate-key --no-new-key", left)
 	case !*dropOld:
 		fmt.Fprintf(m.Stdout, "old keys kept in %s: %s (remove them with vault rotate-key --no-new-key --drop-old)\n", keys.Path(), strings.Join(old, ", "))
 		return nil

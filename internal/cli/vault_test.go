@@ -253,3 +253,56 @@ func contains(list []string, s string) bool {
 func storeList(tenant, vaultID string) store.ListResourcesParams {
 	return store.ListResourcesParams{TenantID: tenant, VaultID: vaultID, IncludeArchived: true}
 }
+
+// TestVaultRotateKeySessionResources: a session's github_repository token
+// is sealed with the vault keyring, so `vault rotate-key --drop-old`
+// re-seals it with the credentials; after the old key is gone the token
+// still opens as internal/resources opens it for a clone.
+func TestVaultRotateKeySessionResources(t *testing.T) {
+	bin := staticBinary(t)
+	home := t.TempDir()
+	s := startServer(t, bin, home, freePort(t))
+	defer s.stop(t)
+	first, _ := keyFileIDs(t, home)
+
+	ag := apiPost(t, s, "/v1/agents", map[string]any{"name": "rot", "model": "claude-sonnet-4-5"})
+	envr := apiPost(t, s, "/v1/environments", map[string]any{"name": "rot"})
+	sess := apiPost(t, s, "/v1/sessions", map[string]any{"agent": ag["id"], "environment_id": envr["id"],
+		"resources": []any{map[string]any{"type": "github_repository", "url": "https://github.com/o/r",
+			"authorization_token": "ghp-rotate-SECRET"}}})
+	res := sess["resources"].([]any)[0].(map[string]any)
+	rid := res["id"].(string)
+
+	token := func(when string) (string, error) {
+		t.Helper()
+		ctx := context.Background()
+		st, err := sqlite.Open(ctx, filepath.Join(home, "state.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		keys, err := vault.OpenKeyring(filepath.Join(home, "vault.keys"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := st.GetSessionResource(ctx, rid)
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		// As resources.Service.token opens it.
+		b, err := keys.Open(r.TenantID, r.ID, r.KeyID, r.Secret)
+		return string(b), err
+	}
+	if tok, err := token("before"); err != nil || tok != "ghp-rotate-SECRET" {
+		t.Fatalf("before the rotation the token opens to %q, %v", tok, err)
+	}
+
+	out := run(t, bin, s.env(), 0, "vault", "rotate-key", "--drop-old")
+	cur, keys := keyFileIDs(t, home)
+	if cur == first || len(keys) != 1 || !strings.Contains(out, "re-encrypted 1 session resource tokens with key "+cur) {
+		t.Fatalf("rotate-key --drop-old: %q; keys %v", out, keys)
+	}
+	if tok, err := token("after the old key was dropped"); err != nil || tok != "ghp-rotate-SECRET" {
+		t.Fatalf("after rotate-key --drop-old the repository token opens to %q, %v; want the token (key %s dropped)", tok, err, first)
+	}
+}

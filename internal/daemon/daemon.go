@@ -57,6 +57,8 @@ type Daemon struct {
 	vaults *vault.Service
 	// files serves /v1/files and stores the files sessions produce.
 	files *files.Service
+	// fileReaper deletes expired files.
+	fileReaper *files.Reaper
 	// memory keeps memory stores (nil without Managed Agents storage).
 	memory *memory.Service
 	skills *skills.Service
@@ -194,6 +196,8 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 	d.AddService(gc)
 	d.AddService(objects)
 	d.AddService(session.NewSweeper(st, session.SweeperConfig{Log: log}))
+	d.fileReaper = d.files.NewReaper(files.ReaperConfig{})
+	d.AddService(d.fileReaper)
 	managed, events, runner := newManagedAPI(st, log)
 	if events != nil {
 		managed.SandboxNetwork = cfg.Sandbox.Network
@@ -265,6 +269,9 @@ func (d *Daemon) Vaults() *vault.Service { return d.vaults }
 // Files returns the Files API's service: the session layer stores the
 // files a session produced through it.
 func (d *Daemon) Files() *files.Service { return d.files }
+
+// FileReaper is the service deleting expired files (tests run a pass).
+func (d *Daemon) FileReaper() *files.Reaper { return d.fileReaper }
 
 // Memory returns the memory store service (nil without Managed Agents
 // storage): session resources mount and sync stores through it.

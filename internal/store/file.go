@@ -55,4 +55,8 @@ type FileStore interface {
 	// DeleteFile deletes the row and returns it (its BlobKey is the
 	// caller's to delete); missing → ErrNotFound.
 	DeleteFile(ctx context.Context, tenantID, id string) (*File, error)
+	// ListExpiredFiles lists up to limit files of every tenant whose
+	// ExpiresAt is at or before now, soonest expired first: what the
+	// files reaper deletes.
+	ListExpiredFiles(ctx context.Context, now time.Time, limit int) ([]*File, error)
 }

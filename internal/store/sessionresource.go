@@ -24,6 +24,9 @@ type SessionResource struct {
 	Doc       json.RawMessage
 	Secret    []byte
 	KeyID     string
+	// Version counts writes of Secret; RekeySessionResourceSecret compares
+	// it, so a key rotation never puts back a token the API replaced.
+	Version   int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -39,7 +42,18 @@ type SessionResourceStore interface {
 	// ListSessionResources lists a session's resources by id, after afterID;
 	// limit 0 lists all.
 	ListSessionResources(ctx context.Context, sessionID, afterID string, limit int) ([]*SessionResource, error)
-	// UpdateSessionResourceSecret replaces Secret and KeyID.
+	// UpdateSessionResourceSecret replaces Secret and KeyID; Version is
+	// then one more.
 	UpdateSessionResourceSecret(ctx context.Context, id string, secret []byte, keyID string) (*SessionResource, error)
+	// RekeySessionResourceSecret replaces Secret and KeyID if the stored
+	// Version is expectedVersion (else ErrVersionMismatch; unknown id →
+	// ErrNotFound). UpdatedAt stays: a rotation changes nothing a client
+	// sees.
+	RekeySessionResourceSecret(ctx context.Context, id string, expectedVersion int64, secret []byte, keyID string) (*SessionResource, error)
+	// ListSessionResourcesNotUnderKey pages (by id, after afterID) through
+	// every resource of every session that has a sealed secret under a key
+	// other than keyID: what a key rotation still has to re-encrypt.
+	// limit 0 lists all.
+	ListSessionResourcesNotUnderKey(ctx context.Context, keyID, afterID string, limit int) ([]*SessionResource, error)
 	DeleteSessionResource(ctx context.Context, id string) error
 }

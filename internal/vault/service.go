@@ -25,8 +25,11 @@ import (
 // Config configures a Service.
 type Config struct {
 	Store store.VaultStore
-	Keys  *Keyring
-	Log   *slog.Logger
+	// Resources, when set, has the session resource tokens a key rotation
+	// re-seals with the credentials (the CLI's rotate-key sets it).
+	Resources ResourceTokens
+	Keys      *Keyring
+	Log       *slog.Logger
 	// HTTPClient reaches token endpoints and MCP servers (default: 30 s
 	// timeout).
 	HTTPClient *http.Client
@@ -40,6 +43,7 @@ type Config struct {
 // Service is the vault as the rest of the daemon uses it.
 type Service struct {
 	st     store.VaultStore
+	res    ResourceTokens
 	keys   *Keyring
 	log    *slog.Logger
 	client *http.Client
@@ -52,7 +56,7 @@ type Service struct {
 
 // New builds the service.
 func New(c Config) *Service {
-	s := &Service{st: c.Store, keys: c.Keys, log: c.Log, client: c.HTTPClient, now: c.Now, margin: c.RefreshMargin}
+	s := &Service{st: c.Store, res: c.Resources, keys: c.Keys, log: c.Log, client: c.HTTPClient, now: c.Now, margin: c.RefreshMargin}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -2,13 +2,9 @@ package crashtest
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +16,6 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/agentkernel/agentkernel/internal/testenv"
 )
@@ -66,36 +61,7 @@ func engines(t *testing.T, fn func(t *testing.T, engine string)) {
 
 // freshDatabase creates a database no other test uses and drops it at
 // cleanup; it returns its URL.
-func freshDatabase(t *testing.T) string {
-	t.Helper()
-	base := testenv.PostgresURL(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "akcrash_" + hex.EncodeToString(b[:])
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return
-		}
-		defer conn.Close(ctx)
-		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	return u.String()
-}
+func freshDatabase(t *testing.T) string { return testenv.FreshPostgres(t, "akcrash") }
 
 // node is one agentkernel serve process on a home that outlives it.
 type node struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -90,6 +91,20 @@ func (s *Store) ListFiles(ctx context.Context, p store.ListFilesParams) ([]*stor
 	rows, err := s.pool.Query(ctx, q.String(), args...)
 	if err != nil {
 		return nil, mapErr("list files", err)
+	}
+	return collect(rows, "files", scanFile)
+}
+
+// ListExpiredFiles lists files of every tenant expired at now.
+func (s *Store) ListExpiredFiles(ctx context.Context, now time.Time, limit int) ([]*store.File, error) {
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+fileCols+` FROM files
+		WHERE expires_at IS NOT NULL AND expires_at <= $1 ORDER BY expires_at, id LIMIT $2`, now, lim)
+	if err != nil {
+		return nil, mapErr("list expired files", err)
 	}
 	return collect(rows, "files", scanFile)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentkernel/agentkernel/internal/store"
 )
@@ -98,6 +99,19 @@ func (s *Store) ListFiles(ctx context.Context, p store.ListFilesParams) ([]*stor
 	rows, err := s.read.QueryContext(ctx, q.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list files: %w", err)
+	}
+	return collect(rows, "files", scanFile)
+}
+
+// ListExpiredFiles implements store.FileStore.
+func (s *Store) ListExpiredFiles(ctx context.Context, now time.Time, limit int) ([]*store.File, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+fileCols+` FROM files
+		WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at, id LIMIT ?`, micros(now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list expired files: %w", err)
 	}
 	return collect(rows, "files", scanFile)
 }

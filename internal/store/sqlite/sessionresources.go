@@ -10,7 +10,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
-const sessionResourceCols = `id, tenant_id, session_id, kind, mount_path, doc, secret, key_id, created_at, updated_at`
+const sessionResourceCols = `id, tenant_id, session_id, kind, mount_path, doc, secret, key_id, version, created_at, updated_at`
 
 func scanSessionResource(r scanner) (*store.SessionResource, error) {
 	var (
@@ -18,7 +18,7 @@ func scanSessionResource(r scanner) (*store.SessionResource, error) {
 		doc              string
 		created, updated int64
 	)
-	if err := r.Scan(&x.ID, &x.TenantID, &x.SessionID, &x.Kind, &x.MountPath, &doc, &x.Secret, &x.KeyID,
+	if err := r.Scan(&x.ID, &x.TenantID, &x.SessionID, &x.Kind, &x.MountPath, &doc, &x.Secret, &x.KeyID, &x.Version,
 		&created, &updated); err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (s *Store) CreateSessionResources(ctx context.Context, rs []*store.SessionR
 				in.UpdatedAt = in.CreatedAt
 			}
 			row, err := scanSessionResource(tx.QueryRowContext(ctx, `INSERT INTO session_resources
-				(`+sessionResourceCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+sessionResourceCols,
+				(`+sessionResourceCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?) RETURNING `+sessionResourceCols,
 				in.ID, in.TenantID, in.SessionID, in.Kind, in.MountPath, doc, in.Secret, in.KeyID,
 				micros(in.CreatedAt), micros(in.UpdatedAt)))
 			if s.drv.isUnique(err) {
@@ -98,7 +98,7 @@ func (s *Store) ListSessionResources(ctx context.Context, sessionID, afterID str
 
 // UpdateSessionResourceSecret implements store.SessionResourceStore.
 func (s *Store) UpdateSessionResourceSecret(ctx context.Context, id string, secret []byte, keyID string) (*store.SessionResource, error) {
-	r, err := scanSessionResource(s.write.QueryRowContext(ctx, `UPDATE session_resources SET secret = ?, key_id = ?, updated_at = ?
+	r, err := scanSessionResource(s.write.QueryRowContext(ctx, `UPDATE session_resources SET secret = ?, key_id = ?, version = version + 1, updated_at = ?
 		WHERE id = ? RETURNING `+sessionResourceCols, secret, keyID, micros(s.timestamp()), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("session resource %q: %w", id, store.ErrNotFound)
@@ -107,6 +107,47 @@ func (s *Store) UpdateSessionResourceSecret(ctx context.Context, id string, secr
 		return nil, fmt.Errorf("sqlite: update session resource %q: %w", id, err)
 	}
 	return r, nil
+}
+
+// RekeySessionResourceSecret implements store.SessionResourceStore.
+func (s *Store) RekeySessionResourceSecret(ctx context.Context, id string, expectedVersion int64, secret []byte, keyID string) (*store.SessionResource, error) {
+	if keyID == "" || len(secret) == 0 {
+		return nil, fmt.Errorf("session resource %q: key id and secret are required: %w", id, store.ErrInvalid)
+	}
+	var out *store.SessionResource
+	err := s.inTx(ctx, func(tx *wtx) error {
+		row, err := scanSessionResource(tx.QueryRowContext(ctx, `UPDATE session_resources SET secret = ?, key_id = ?,
+			version = version + 1 WHERE id = ? AND version = ? RETURNING `+sessionResourceCols, secret, keyID, id, expectedVersion))
+		if err == nil {
+			out = row
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: rekey session resource %q: %w", id, err)
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM session_resources WHERE id = ?`, id).Scan(&n); err != nil {
+			return fmt.Errorf("sqlite: read session resource %q: %w", id, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("session resource %q: %w", id, store.ErrNotFound)
+		}
+		return fmt.Errorf("session resource %q changed since version %d: %w", id, expectedVersion, store.ErrVersionMismatch)
+	})
+	return out, err
+}
+
+// ListSessionResourcesNotUnderKey implements store.SessionResourceStore.
+func (s *Store) ListSessionResourcesNotUnderKey(ctx context.Context, keyID, afterID string, limit int) ([]*store.SessionResource, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT `+sessionResourceCols+` FROM session_resources
+		WHERE secret IS NOT NULL AND key_id <> '' AND key_id <> ? AND id > ? ORDER BY id LIMIT ?`, keyID, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list session resources to rekey: %w", err)
+	}
+	return collect(rows, "session resources", scanSessionResource)
 }
 
 // DeleteSessionResource implements store.SessionResourceStore.

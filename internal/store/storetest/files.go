@@ -21,6 +21,7 @@ func ExerciseFiles(ctx context.Context, t *testing.T, newStore func(t *testing.T
 		{"CRUD", testFileCRUD},
 		{"TenantScoped", testFileTenants},
 		{"ListPagesAndFilters", testFileList},
+		{"ListExpired", testFileExpired},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(ctx, t, newStore(t)) })
@@ -113,4 +114,35 @@ func testFileList(ctx context.Context, t *testing.T, s store.FileStore) {
 	equal(t, "scope with no files", len(list(store.ListFilesParams{ScopeSessionID: "sesn_none"})), 0)
 	equal(t, "by ids", idsOf(list(store.ListFilesParams{IDs: []string{all[3], all[1], "file_missing"}})), fmt.Sprint([]string{all[1], all[3]}))
 	equal(t, "by ids in scope", idsOf(list(store.ListFilesParams{IDs: []string{all[3], all[2]}, ScopeSessionID: "sesn_a"})), fmt.Sprint([]string{all[2]}))
+}
+
+// testFileExpired: the reaper's listing spans tenants, takes files expired
+// at or before now (soonest first) and never one without an expiry.
+func testFileExpired(ctx context.Context, t *testing.T, s store.FileStore) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	mk := func(tenant string, exp *time.Time) string {
+		f := newFileRow(tenant, "")
+		f.ExpiresAt = exp
+		_, err := s.CreateFile(ctx, f)
+		mustOK(t, err, "CreateFile")
+		return f.ID
+	}
+	at := func(d time.Duration) *time.Time { x := now.Add(d); return &x }
+	later := mk("t1", at(-time.Minute))
+	mk("t1", nil) // never expires
+	sooner := mk("t2", at(-time.Hour))
+	exact := mk("t2", at(0))
+	mk("t1", at(time.Second)) // not yet
+	got, err := s.ListExpiredFiles(ctx, now, 0)
+	mustOK(t, err, "ListExpiredFiles")
+	var ids []string
+	for _, f := range got {
+		ids = append(ids, f.ID)
+	}
+	equal(t, "expired files", fmt.Sprint(ids), fmt.Sprint([]string{sooner, later, exact}))
+	one, err := s.ListExpiredFiles(ctx, now, 1)
+	mustOK(t, err, "ListExpiredFiles limit 1")
+	if len(one) != 1 || one[0].ID != sooner || one[0].TenantID != "t2" || one[0].BlobKey != "files/"+sooner {
+		t.Fatalf("first expired file %+v; want %s of t2", one, sooner)
+	}
 }

@@ -32,6 +32,8 @@ func ExerciseSessionResources(ctx context.Context, t *testing.T, newStore func(t
 		{"UnknownSession", testSessionResourceUnknownSession},
 		{"DeletedWithSession", testSessionResourceCascade},
 		{"ListPages", testSessionResourceList},
+		{"RekeyAtVersion", testSessionResourceRekey},
+		{"NotUnderKey", testSessionResourceNotUnderKey},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(ctx, t, newStore(t)) })
@@ -149,4 +151,94 @@ func testSessionResourceList(ctx context.Context, t *testing.T, s SessionResourc
 	none, err := s.ListSessionResources(ctx, "sesn_nope", "", 0)
 	mustOK(t, err, "unknown session")
 	equal(t, "unknown session", len(none), 0)
+}
+
+// testSessionResourceRekey: a rotation's write is conditional on the
+// version it read, so it never puts back a token the API replaced, and it
+// leaves updated_at alone.
+func testSessionResourceRekey(ctx context.Context, t *testing.T, s SessionResourceStorer) {
+	srSession(ctx, t, s, "sesn_1")
+	repo := &store.SessionResource{ID: "sesrsc_r", TenantID: mgTenant, SessionID: "sesn_1", Kind: "github_repository", MountPath: "/workspace/r",
+		Doc: json.RawMessage(`{"url":"https://github.com/o/r"}`), Secret: []byte("sealed-old"), KeyID: "old"}
+	out, err := s.CreateSessionResources(ctx, []*store.SessionResource{repo})
+	mustOK(t, err, "CreateSessionResources")
+	v1 := out[0]
+	equal(t, "version of a new resource", v1.Version, int64(1))
+	v2, err := s.RekeySessionResourceSecret(ctx, v1.ID, v1.Version, []byte("sealed-new"), "new")
+	mustOK(t, err, "RekeySessionResourceSecret")
+	if string(v2.Secret) != "sealed-new" || v2.KeyID != "new" || v2.Version != 2 || !v2.UpdatedAt.Equal(v1.UpdatedAt) {
+		t.Fatalf("rekeyed %+v; want the new secret under key new, version 2, updated_at unchanged (%v)", v2, v1.UpdatedAt)
+	}
+	// The API replaces the token between the rotation's read and write.
+	v3, err := s.UpdateSessionResourceSecret(ctx, v1.ID, []byte("sealed-api"), "old")
+	mustOK(t, err, "UpdateSessionResourceSecret")
+	equal(t, "version after an API write", v3.Version, int64(3))
+	if _, err := s.RekeySessionResourceSecret(ctx, v1.ID, v2.Version, []byte("stale"), "new"); !errors.Is(err, store.ErrVersionMismatch) {
+		t.Fatalf("rekey at a stale version = %v; want ErrVersionMismatch", err)
+	}
+	got, err := s.GetSessionResource(ctx, v1.ID)
+	mustOK(t, err, "GetSessionResource")
+	if string(got.Secret) != "sealed-api" || got.KeyID != "old" {
+		t.Fatalf("after a stale rekey the row holds %q under %q; want the API's token", got.Secret, got.KeyID)
+	}
+	if _, err := s.RekeySessionResourceSecret(ctx, "sesrsc_nope", 1, []byte("x"), "new"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("rekey of an unknown resource = %v; want ErrNotFound", err)
+	}
+	if _, err := s.RekeySessionResourceSecret(ctx, v1.ID, got.Version, nil, ""); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("rekey to no secret = %v; want ErrInvalid", err)
+	}
+
+	// Concurrent rekeys at one version: exactly one wins.
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			_, err := s.RekeySessionResourceSecret(ctx, v1.ID, got.Version, []byte("raced"), "new")
+			errs <- err
+		}()
+	}
+	var won, lost int
+	for i := 0; i < 2; i++ {
+		switch err := <-errs; {
+		case err == nil:
+			won++
+		case errors.Is(err, store.ErrVersionMismatch):
+			lost++
+		default:
+			t.Fatalf("racing rekey: %v", err)
+		}
+	}
+	if won != 1 || lost != 1 {
+		t.Fatalf("racing rekeys: %d won, %d lost; want 1 and 1", won, lost)
+	}
+}
+
+// testSessionResourceNotUnderKey: the rotation lists every sealed token of
+// every session not under the current key, and nothing without a token.
+func testSessionResourceNotUnderKey(ctx context.Context, t *testing.T, s SessionResourceStorer) {
+	srSession(ctx, t, s, "sesn_1")
+	srSession(ctx, t, s, "sesn_2")
+	sealed := func(session, id, mount, key string) *store.SessionResource {
+		return &store.SessionResource{ID: id, TenantID: mgTenant, SessionID: session, Kind: "github_repository", MountPath: mount,
+			Doc: json.RawMessage(`{}`), Secret: []byte("s-" + id), KeyID: key}
+	}
+	_, err := s.CreateSessionResources(ctx, []*store.SessionResource{
+		sealed("sesn_1", "sesrsc_d", "/d", "old"), sealed("sesn_1", "sesrsc_b", "/b", "new"),
+		srResource("sesn_1", "sesrsc_a", "/a"), sealed("sesn_2", "sesrsc_c", "/c", "older"),
+	})
+	mustOK(t, err, "CreateSessionResources")
+	idsOf := func(rs []*store.SessionResource) (out []string) {
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	all, err := s.ListSessionResourcesNotUnderKey(ctx, "new", "", 0)
+	mustOK(t, err, "ListSessionResourcesNotUnderKey")
+	equal(t, "not under new", strings.Join(idsOf(all), ","), "sesrsc_c,sesrsc_d")
+	page, err := s.ListSessionResourcesNotUnderKey(ctx, "new", "sesrsc_c", 1)
+	mustOK(t, err, "page")
+	equal(t, "page after c", strings.Join(idsOf(page), ","), "sesrsc_d")
+	if len(all) == 2 && (string(all[0].Secret) != "s-sesrsc_c" || all[0].Version != 1) {
+		t.Fatalf("listed row %+v", all[0])
+	}
 }
