@@ -18,8 +18,8 @@ import (
 // BenchmarkSessionFirstToolCall measures the time from session create to
 // the first tool call's result, without resources and with a 100 MB file
 // and a 1,000-memory read_write store (issue 12's goal: < 300 ms over the
-// empty case). The files and memory services are the in-memory stand-ins
-// of managed_resources_test.go until the daemon wires the real ones.
+// empty case). The file and the store are made through the SDK and served
+// by the daemon's own Files API and memory service.
 func BenchmarkSessionFirstToolCall(b *testing.B) {
 	fake := anthropictest.New(b, func(r anthropictest.Request) anthropictest.Turn {
 		if r.AssistantTurns() == 0 {
@@ -31,20 +31,15 @@ func BenchmarkSessionFirstToolCall(b *testing.B) {
 		c.Models = map[string]config.ModelConfig{"claude-*": {Provider: config.ProviderAnthropic, BaseURL: fake.URL, APIKey: "sk-fake"}}
 	})
 	ctx := context.Background()
-	files := &memFiles{files: map[string]*memFile{}}
-	mem := &memMemory{stores: map[string]*memStore{}}
-	d.Resources().SetFiles(files)
-	d.Resources().SetMemory(mem)
-	tn, err := d.Store().GetTenantByName(ctx, "default")
-	if err != nil {
-		b.Fatal(err)
-	}
-	big := files.add(tn.ID, "", "big.bin", bytes.Repeat([]byte("0123456789abcdef"), 100<<20/16))
+	c := sdkClient(d, d.AdminKey)
+	big := uploadFile(b, c, "big.bin", bytes.Repeat([]byte("0123456789abcdef"), 100<<20/16))
 	memories := map[string]string{}
 	for i := 0; i < 1000; i++ {
 		memories[fmt.Sprintf("/topic-%d/note-%d.md", i%20, i)] = fmt.Sprintf("memory %d: %s\n", i, bytes.Repeat([]byte("x"), 200))
 	}
-	c := sdkClient(d, d.AdminKey)
+	// One store for every session (1,000 memories made through the SDK
+	// take a while): each session mounts it read_write and syncs nothing.
+	store, _ := newMemoryStore(b, c, "bench", memories)
 	ag, err := c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{Name: "bench", Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-5"},
 		Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
 			Type: anthropic.BetaManagedAgentsAgentToolset20260401ParamsTypeAgentToolset20260401}}}})
@@ -58,9 +53,8 @@ func BenchmarkSessionFirstToolCall(b *testing.B) {
 	}{
 		{"empty", func() []anthropic.BetaSessionNewParamsResourceUnion { return nil }},
 		{"file=100MB,memories=1000", func() []anthropic.BetaSessionNewParamsResourceUnion {
-			store := mem.add(tn.ID, fmt.Sprintf("bench-%d", time.Now().UnixNano()), memories)
 			return []anthropic.BetaSessionNewParamsResourceUnion{
-				{OfFile: &anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: big.ID}},
+				{OfFile: &anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: big}},
 				{OfMemoryStore: &anthropic.BetaManagedAgentsMemoryStoreResourceParam{Type: "memory_store", MemoryStoreID: store}},
 			}
 		}},

@@ -3,6 +3,7 @@ package agentkernel_test
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
+	"github.com/agentkernel/agentkernel/internal/guest"
 	"github.com/agentkernel/agentkernel/internal/model/anthropictest"
 )
 
@@ -48,17 +50,9 @@ echo edited`}}}},
 		c.Models = map[string]config.ModelConfig{"claude-*": {Provider: config.ProviderAnthropic, BaseURL: fake.URL, APIKey: "sk-fake"}}
 	})
 	ctx := context.Background()
-	mem := &memMemory{stores: map[string]*memStore{}}
-	d.Resources().SetMemory(mem)
-	tn, err := d.Store().GetTenantByName(ctx, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	facts := mem.add(tn.ID, "facts", map[string]string{"/a.md": "fact a\n"})
-	notes := mem.add(tn.ID, "notes", map[string]string{"/n.md": "note n\n", "/gone.md": "to delete\n"})
-	baseN := mem.stores[notes].entries["/n.md"].VersionID
-	baseGone := mem.stores[notes].entries["/gone.md"].VersionID
 	c := sdkClient(d, d.AdminKey)
+	facts, _ := newMemoryStore(t, c, "facts", map[string]string{"/a.md": "fact a\n"})
+	notes, bases := newMemoryStore(t, c, "notes", map[string]string{"/n.md": "note n\n", "/gone.md": "to delete\n"})
 	ag, err := c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{Name: "mem", Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-5"},
 		Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
 			Type: anthropic.BetaManagedAgentsAgentToolset20260401ParamsTypeAgentToolset20260401}}}})
@@ -123,29 +117,157 @@ echo edited`}}}},
 			t.Fatalf("the system prompt lacks %q: %s", want, sys)
 		}
 	}
-	mem.mu.Lock()
-	syncs := mem.syncs
-	mem.mu.Unlock()
-	if len(syncs) != 1 {
-		t.Fatalf("%d syncs after the turn; want 1", len(syncs))
-	}
+	// One sync, by the session: a version of each changed memory, made on
+	// the version the session read (the memory's previous version).
+	versions := sessionVersions(t, c, notes, s.ID)
 	got := map[string]string{}
-	for _, ch := range syncs[0] {
-		content := "<deleted>"
-		if ch.Content != nil {
-			content = *ch.Content
+	for _, v := range versions {
+		if _, dup := got[v.Path]; dup {
+			t.Fatalf("%s synced twice: %d versions by the session", v.Path, len(versions))
 		}
-		got[ch.Path] = content + " @" + ch.BaseVersionID
+		got[v.Path] = string(v.Operation) + " @" + previousVersion(t, c, notes, v)
 	}
-	want := map[string]string{"/n.md": "changed\n @" + baseN, "/dir/new.md": "new\n @", "/gone.md": "<deleted> @" + baseGone}
+	want := map[string]string{"/n.md": "modified @" + bases["/n.md"], "/dir/new.md": "created @", "/gone.md": "deleted @" + bases["/gone.md"]}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("synced changes %v; want %v", got, want)
+		t.Fatalf("synced versions %v; want %v", got, want)
+	}
+	live := map[string]string{}
+	iter := c.Beta.MemoryStores.Memories.ListAutoPaging(ctx, notes, anthropic.BetaMemoryStoreMemoryListParams{View: "full"})
+	for iter.Next() {
+		if m := iter.Current(); m.Type == "memory" {
+			live[m.Path] = m.Content
+		}
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(live) != fmt.Sprint(map[string]string{"/n.md": "changed\n", "/dir/new.md": "new\n"}) {
+		t.Fatalf("the store after the turn: %v", live)
 	}
 	turn("look")
-	mem.mu.Lock()
-	n := len(mem.syncs)
-	mem.mu.Unlock()
-	if n != 1 {
-		t.Fatalf("a turn that changed nothing synced again: %v", mem.syncs[1:])
+	if again := sessionVersions(t, c, notes, s.ID); len(again) != len(versions) {
+		t.Fatalf("a turn that changed nothing synced again: %d versions, was %d", len(again), len(versions))
+	}
+}
+
+// previousVersion is the id of the version of v's memory made just before
+// v ("" when v made the memory).
+func previousVersion(t *testing.T, c anthropic.Client, storeID string, v anthropic.BetaManagedAgentsMemoryVersion) string {
+	t.Helper()
+	var all []anthropic.BetaManagedAgentsMemoryVersion
+	iter := c.Beta.MemoryStores.MemoryVersions.ListAutoPaging(context.Background(), storeID,
+		anthropic.BetaMemoryStoreMemoryVersionListParams{MemoryID: anthropic.String(v.MemoryID)})
+	for iter.Next() {
+		all = append(all, iter.Current())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].CreatedAt.Before(all[j].CreatedAt) })
+	prev := ""
+	for _, x := range all {
+		if x.ID == v.ID {
+			return prev
+		}
+		prev = x.ID
+	}
+	t.Fatalf("version %s is not among its memory's versions", v.ID)
+	return ""
+}
+
+// TestSessionMemorySyncedBeforeTheSandboxStops: what lands in a read_write
+// store after the turn's end sync (a process the agent left running wrote
+// it; here the test writes through the sandbox's guest) is synced, by the
+// session, before the sandbox hibernates and before the session (and its
+// sandbox) is deleted — the host copy goes with the session.
+func TestSessionMemorySyncedBeforeTheSandboxStops(t *testing.T) {
+	fake := anthropictest.New(t, func(r anthropictest.Request) anthropictest.Turn {
+		if r.AssistantTurns() == 0 {
+			return anthropictest.Turn{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": "echo first > /mnt/memory/notes/a.md"}}}}
+		}
+		return anthropictest.Turn{Text: "done"}
+	})
+	d := daemontest.Start(t, func(c *config.Config) {
+		c.Models = map[string]config.ModelConfig{"claude-*": {Provider: config.ProviderAnthropic, BaseURL: fake.URL, APIKey: "sk-fake"}}
+	})
+	ctx := context.Background()
+	c := sdkClient(d, d.AdminKey)
+	notes, _ := newMemoryStore(t, c, "notes", nil)
+	ag, err := c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{Name: "mem", Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-5"},
+		Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
+			Type: anthropic.BetaManagedAgentsAgentToolset20260401ParamsTypeAgentToolset20260401}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
+		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(ag.ID)}, EnvironmentID: newEnv(t, c, "mem").ID,
+		Resources: []anthropic.BetaSessionNewParamsResourceUnion{{OfMemoryStore: &anthropic.BetaManagedAgentsMemoryStoreResourceParam{
+			Type: "memory_store", MemoryStoreID: notes}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream := c.Beta.Sessions.Events.StreamEvents(sctx, s.ID, anthropic.BetaSessionEventStreamParams{})
+	defer stream.Close()
+	if _, err := c.Beta.Sessions.Events.Send(ctx, s.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{userText("go")}}); err != nil {
+		t.Fatal(err)
+	}
+	for stream.Next() && stream.Current().Type != "session.status_idle" {
+		if ev := stream.Current(); ev.Type == "session.error" {
+			t.Fatalf("session.error %s", ev.RawJSON())
+		}
+	}
+	ms, err := d.Store().GetManagedSession(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(p, content string) {
+		t.Helper()
+		err := d.Sandboxes().Client(ctx, ms.TenantID, ms.SandboxID, func(g *guest.Client) error {
+			return g.WriteFile(ctx, guest.WriteFileRequest{Path: p, Data: []byte(content)})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ops := func() string {
+		t.Helper()
+		var out []string
+		for _, v := range sessionVersions(t, c, notes, s.ID) {
+			out = append(out, string(v.Operation)+" "+v.Path)
+		}
+		sort.Strings(out)
+		return strings.Join(out, ", ")
+	}
+	if got := ops(); got != "created /a.md" {
+		t.Fatalf("versions after the turn: %s", got)
+	}
+
+	write("/mnt/memory/notes/late.md", "late\n")
+	if _, err := d.Sandboxes().Hibernate(ctx, ms.TenantID, ms.SandboxID); err != nil {
+		t.Fatal(err)
+	}
+	if got := ops(); got != "created /a.md, created /late.md" {
+		t.Fatalf("versions after hibernation: %s", got)
+	}
+
+	write("/mnt/memory/notes/late.md", "later\n") // wakes the sandbox
+	if _, err := c.Beta.Sessions.Delete(ctx, s.ID, anthropic.BetaSessionDeleteParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ops(); got != "created /a.md, created /late.md, modified /late.md" {
+		t.Fatalf("versions after the session was deleted: %s", got)
+	}
+	live := map[string]string{}
+	iter := c.Beta.MemoryStores.Memories.ListAutoPaging(ctx, notes, anthropic.BetaMemoryStoreMemoryListParams{View: "full"})
+	for iter.Next() {
+		if m := iter.Current(); m.Type == "memory" {
+			live[m.Path] = m.Content
+		}
+	}
+	if err := iter.Err(); err != nil || fmt.Sprint(live) != fmt.Sprint(map[string]string{"/a.md": "first\n", "/late.md": "later\n"}) {
+		t.Fatalf("the store after the session: %v %v", live, err)
 	}
 }

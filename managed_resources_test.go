@@ -58,16 +58,14 @@ ln -s /etc/passwd /mnt/session/outputs/leak; ln -s / /mnt/session/outputs/root; 
 		c.Models = map[string]config.ModelConfig{"claude-*": {Provider: config.ProviderAnthropic, BaseURL: fake.URL, APIKey: "sk-fake"}}
 	})
 	ctx := context.Background()
-	files := &memFiles{files: map[string]*memFile{}}
-	d.Resources().SetFiles(files)
 	tn, err := d.Store().GetTenantByName(ctx, "default")
 	if err != nil {
 		t.Fatal(err)
 	}
-	upload := files.add(tn.ID, "", "upload.txt", []byte("uploaded bytes"))
-	linked := files.add(tn.ID, "", "in.txt", []byte("linked bytes"))
-	fileID = upload.ID
 	c := sdkClient(d, d.AdminKey)
+	upload := uploadFile(t, c, "upload.txt", []byte("uploaded bytes"))
+	linked := uploadFile(t, c, "in.txt", []byte("linked bytes"))
+	fileID = upload
 	ag, err := c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{Name: "res", Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-5"},
 		Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
 			Type: anthropic.BetaManagedAgentsAgentToolset20260401ParamsTypeAgentToolset20260401}}}})
@@ -78,8 +76,8 @@ ln -s /etc/passwd /mnt/session/outputs/leak; ln -s / /mnt/session/outputs/root; 
 	s, err := c.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
 		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(ag.ID)}, EnvironmentID: env.ID,
 		Resources: []anthropic.BetaSessionNewParamsResourceUnion{
-			{OfFile: &anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: upload.ID}},
-			{OfFile: &anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: linked.ID, MountPath: anthropic.String("/workspace/data/in.txt")}},
+			{OfFile: &anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: upload}},
+			{OfFile: &anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: linked, MountPath: anthropic.String("/workspace/data/in.txt")}},
 			{OfGitHubRepository: &anthropic.BetaManagedAgentsGitHubRepositoryResourceParams{Type: "github_repository", URL: repoURL,
 				MountPath: anthropic.String("/workspace/repo"), AuthorizationToken: token,
 				Checkout: anthropic.BetaManagedAgentsGitHubRepositoryResourceParamsCheckoutUnion{OfCommit: &anthropic.BetaManagedAgentsCommitCheckoutParam{Type: "commit", Sha: commits[0]}}}},
@@ -88,7 +86,7 @@ ln -s /etc/passwd /mnt/session/outputs/leak; ln -s / /mnt/session/outputs/root; 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Resources) != 3 || s.Resources[0].Type != "file" || s.Resources[0].MountPath != "/mnt/session/uploads/"+upload.ID ||
+	if len(s.Resources) != 3 || s.Resources[0].Type != "file" || s.Resources[0].MountPath != "/mnt/session/uploads/"+upload ||
 		s.Resources[2].URL != repoURL || s.Resources[2].Checkout.Sha != commits[0] || s.Resources[2].ID == "" {
 		t.Fatalf("session resources %s", s.RawJSON())
 	}
@@ -159,7 +157,7 @@ ln -s /etc/passwd /mnt/session/outputs/leak; ln -s / /mnt/session/outputs/root; 
 		}
 	}
 	// Symlinks (to a file, to /) and a FIFO the sandbox left are not read.
-	outs := files.session(tn.ID, s.ID)
+	outs := sessionOutputs(t, c, s.ID)
 	if len(outs) != 2 || outs["report.txt"] != "report\n" || outs["sub/b.txt"] != "deep\n" {
 		t.Fatalf("session files after the turn: %v", outs)
 	}
@@ -177,7 +175,7 @@ ln -s /etc/passwd /mnt/session/outputs/leak; ln -s / /mnt/session/outputs/root; 
 	if len(results) != 2 || strings.Join(strings.Fields(results[1]), " ") != "0 0 listed" {
 		t.Fatalf("after the file resources were deleted: %q", results[1:])
 	}
-	if got := files.session(tn.ID, s.ID); len(got) != 2 {
+	if got := sessionOutputs(t, c, s.ID); len(got) != 2 {
 		t.Fatalf("session files after a second turn with unchanged outputs: %v", got)
 	}
 
@@ -185,10 +183,10 @@ ln -s /etc/passwd /mnt/session/outputs/leak; ln -s / /mnt/session/outputs/root; 
 	// is lost (a restore on another disk): the next tool call finds the
 	// file made again from durable state and the repository in the
 	// restored workspace.
-	later := files.add(tn.ID, "", "later.txt", []byte("added later"))
-	newFileID = later.ID
+	later := uploadFile(t, c, "later.txt", []byte("added later"))
+	newFileID = later
 	if _, err := c.Beta.Sessions.Resources.Add(ctx, s.ID, anthropic.BetaSessionResourceAddParams{
-		BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: later.ID}}); err != nil {
+		BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: later}}); err != nil {
 		t.Fatal(err)
 	}
 	ms, err := d.Store().GetManagedSession(ctx, s.ID)
@@ -227,15 +225,10 @@ ln -s /etc/passwd /mnt/session/outputs/leak; ln -s / /mnt/session/outputs/root; 
 func TestSessionResourcesInputIsChecked(t *testing.T) {
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	files := &memFiles{files: map[string]*memFile{}}
-	d.Resources().SetFiles(files)
-	tn, err := d.Store().GetTenantByName(ctx, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mine := files.add(tn.ID, "", "a.txt", []byte("a"))
-	theirs := files.add("tnt_other", "", "b.txt", []byte("b"))
 	c := sdkClient(d, d.AdminKey)
+	oc := sdkClient(d, tenantKey(t, d, "other"))
+	mine := uploadFile(t, c, "a.txt", []byte("a"))
+	theirs := uploadFile(t, oc, "b.txt", []byte("b"))
 	ag := newAgent(t, c, "res")
 	env := newEnv(t, c, "res")
 	file := func(id, mount string) anthropic.BetaSessionNewParamsResourceUnion {
@@ -262,16 +255,16 @@ func TestSessionResourcesInputIsChecked(t *testing.T) {
 		status    int
 		mentioned []string
 	}{
-		{"a relative mount path", []anthropic.BetaSessionNewParamsResourceUnion{file(mine.ID, "data/a.txt")}, 400, []string{"resources[0].mount_path"}},
-		{"a mount path with ..", []anthropic.BetaSessionNewParamsResourceUnion{file(mine.ID, "/workspace/../etc/passwd")}, 400, []string{"resources[0].mount_path", ".."}},
-		{"an unclean mount path", []anthropic.BetaSessionNewParamsResourceUnion{file(mine.ID, "/workspace//a")}, 400, []string{"resources[0].mount_path"}},
-		{"a mount path under /proc", []anthropic.BetaSessionNewParamsResourceUnion{file(mine.ID, "/proc/self/x")}, 400, []string{"resources[0].mount_path", "/proc"}},
-		{"a mount path under /.agentkernel", []anthropic.BetaSessionNewParamsResourceUnion{file(mine.ID, "/.agentkernel/x")}, 400, []string{"resources[0].mount_path"}},
-		{"a mount path in the outputs", []anthropic.BetaSessionNewParamsResourceUnion{file(mine.ID, "/mnt/session/outputs/a")}, 400, []string{"resources[0].mount_path"}},
-		{"two resources on one path", []anthropic.BetaSessionNewParamsResourceUnion{file(mine.ID, "/workspace/a"), file(mine.ID, "/workspace/a")}, 409, []string{"resources[1].mount_path"}},
-		{"a path below another resource's", []anthropic.BetaSessionNewParamsResourceUnion{repo("https://github.com/o/r", ""), file(mine.ID, "/workspace/r/a")}, 409, []string{"resources[1].mount_path"}},
+		{"a relative mount path", []anthropic.BetaSessionNewParamsResourceUnion{file(mine, "data/a.txt")}, 400, []string{"resources[0].mount_path"}},
+		{"a mount path with ..", []anthropic.BetaSessionNewParamsResourceUnion{file(mine, "/workspace/../etc/passwd")}, 400, []string{"resources[0].mount_path", ".."}},
+		{"an unclean mount path", []anthropic.BetaSessionNewParamsResourceUnion{file(mine, "/workspace//a")}, 400, []string{"resources[0].mount_path"}},
+		{"a mount path under /proc", []anthropic.BetaSessionNewParamsResourceUnion{file(mine, "/proc/self/x")}, 400, []string{"resources[0].mount_path", "/proc"}},
+		{"a mount path under /.agentkernel", []anthropic.BetaSessionNewParamsResourceUnion{file(mine, "/.agentkernel/x")}, 400, []string{"resources[0].mount_path"}},
+		{"a mount path in the outputs", []anthropic.BetaSessionNewParamsResourceUnion{file(mine, "/mnt/session/outputs/a")}, 400, []string{"resources[0].mount_path"}},
+		{"two resources on one path", []anthropic.BetaSessionNewParamsResourceUnion{file(mine, "/workspace/a"), file(mine, "/workspace/a")}, 409, []string{"resources[1].mount_path"}},
+		{"a path below another resource's", []anthropic.BetaSessionNewParamsResourceUnion{repo("https://github.com/o/r", ""), file(mine, "/workspace/r/a")}, 409, []string{"resources[1].mount_path"}},
 		{"an unknown file", []anthropic.BetaSessionNewParamsResourceUnion{file("file_nope", "")}, 404, []string{"resources[0].file_id", "file_nope"}},
-		{"another tenant's file", []anthropic.BetaSessionNewParamsResourceUnion{file(theirs.ID, "")}, 404, []string{"resources[0].file_id", theirs.ID}},
+		{"another tenant's file", []anthropic.BetaSessionNewParamsResourceUnion{file(theirs, "")}, 404, []string{"resources[0].file_id", theirs}},
 		{"a repository URL that is not http(s)", []anthropic.BetaSessionNewParamsResourceUnion{repo("ext::sh -c touch% /tmp/pwned", "")}, 400, []string{"resources[0].url"}},
 		{"a repository URL with credentials", []anthropic.BetaSessionNewParamsResourceUnion{repo("https://user:pw@github.com/o/r", "")}, 400, []string{"resources[0].url"}},
 		{"a short commit", []anthropic.BetaSessionNewParamsResourceUnion{repo("https://github.com/o/r", "abc123")}, 400, []string{"resources[0].checkout.sha"}},
@@ -293,18 +286,18 @@ func TestSessionResourcesInputIsChecked(t *testing.T) {
 		t.Fatalf("default repository mount path %s", s.Resources[0].RawJSON())
 	}
 	added, err := c.Beta.Sessions.Resources.Add(ctx, s.ID, anthropic.BetaSessionResourceAddParams{
-		BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: mine.ID}})
+		BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: mine}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if added.FileID != mine.ID || added.MountPath != "/mnt/session/uploads/"+mine.ID || added.Type != "file" || added.ID == "" || added.CreatedAt.IsZero() {
+	if added.FileID != mine || added.MountPath != "/mnt/session/uploads/"+mine || added.Type != "file" || added.ID == "" || added.CreatedAt.IsZero() {
 		t.Fatalf("added %s", added.RawJSON())
 	}
 	_, err = c.Beta.Sessions.Resources.Add(ctx, s.ID, anthropic.BetaSessionResourceAddParams{
-		BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: mine.ID}})
+		BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: mine}})
 	wantStatus(t, "the same mount path again", err, 409, "mount_path")
 	_, err = c.Beta.Sessions.Resources.Add(ctx, s.ID, anthropic.BetaSessionResourceAddParams{
-		BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: theirs.ID, MountPath: anthropic.String("/data/b")}})
+		BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: theirs, MountPath: anthropic.String("/data/b")}})
 	wantStatus(t, "another tenant's file, added", err, 404, "file_id")
 
 	_, err = c.Beta.Sessions.Resources.Update(ctx, added.ID, anthropic.BetaSessionResourceUpdateParams{SessionID: s.ID, AuthorizationToken: "t"})
@@ -319,10 +312,8 @@ func TestSessionResourcesInputIsChecked(t *testing.T) {
 	}
 
 	// Memory stores: named by an id of the tenant, attached at create only.
-	mem := &memMemory{stores: map[string]*memStore{}}
-	d.Resources().SetMemory(mem)
-	otherStore := mem.add("tnt_other", "theirs", nil)
-	badName := mem.add(tn.ID, "../up", nil)
+	otherStore, _ := newMemoryStore(t, oc, "theirs", nil)
+	badName, _ := newMemoryStore(t, c, "../up", nil)
 	memRes := func(id, access string) anthropic.BetaSessionNewParamsResourceUnion {
 		return anthropic.BetaSessionNewParamsResourceUnion{OfMemoryStore: &anthropic.BetaManagedAgentsMemoryStoreResourceParam{
 			Type: "memory_store", MemoryStoreID: id, Access: anthropic.BetaManagedAgentsMemoryStoreResourceParamAccess(access)}}
@@ -333,7 +324,7 @@ func TestSessionResourcesInputIsChecked(t *testing.T) {
 	wantStatus(t, "another tenant's memory store", err, 404, "resources[0].memory_store_id")
 	_, err = create(memRes(badName, ""))
 	wantStatus(t, "a memory store whose name is no directory name", err, 400, "resources[0].memory_store_id")
-	_, err = create(memRes(mem.add(tn.ID, "m", nil), "write_only"))
+	_, err = create(memRes(func() string { id, _ := newMemoryStore(t, c, "m", nil); return id }(), "write_only"))
 	wantStatus(t, "an unknown access", err, 400, "resources[0].access")
 	code, out := call(t, "POST", d.URL+"/v1/sessions/"+s.ID+"/resources", d.AdminKey, `{"type":"memory_store","memory_store_id":"`+otherStore+`"}`, "Content-Type", "application/json")
 	if typ, msg := errType(out); code != 400 || typ != "invalid_request_error" || !strings.Contains(msg, "type") {
@@ -341,7 +332,6 @@ func TestSessionResourcesInputIsChecked(t *testing.T) {
 	}
 
 	// Another tenant sees neither the session nor its resources.
-	oc := sdkClient(d, tenantKey(t, d, "other"))
 	_, err = oc.Beta.Sessions.Resources.Get(ctx, added.ID, anthropic.BetaSessionResourceGetParams{SessionID: s.ID})
 	wantStatus(t, "another tenant's resource", err, 404)
 	_, err = c.Beta.Sessions.Resources.Get(ctx, "sesrsc_nope", anthropic.BetaSessionResourceGetParams{SessionID: s.ID})
@@ -375,15 +365,13 @@ echo "token-in-git=$(grep -r ` + halves(token) + ` /workspace/repo/.git | wc -l)
 				})
 			}
 			ctx := context.Background()
-			files := &memFiles{files: map[string]*memFile{}}
 			d := start()
-			d.Resources().SetFiles(files)
 			tn, err := d.Store().GetTenantByName(ctx, "default")
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := files.add(tn.ID, "", "f.txt", []byte("file after restart\n"))
 			c := sdkClient(d, d.AdminKey)
+			f := uploadFile(t, c, "f.txt", []byte("file after restart\n"))
 			ag, err := c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{Name: "r", Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-5"},
 				Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
 					Type: anthropic.BetaManagedAgentsAgentToolset20260401ParamsTypeAgentToolset20260401}}}})
@@ -397,7 +385,7 @@ echo "token-in-git=$(grep -r ` + halves(token) + ` /workspace/repo/.git | wc -l)
 			s, err := c.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
 				Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(ag.ID)}, EnvironmentID: env.ID,
 				Resources: []anthropic.BetaSessionNewParamsResourceUnion{
-					{OfFile: &anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: f.ID}},
+					{OfFile: &anthropic.BetaManagedAgentsFileResourceParams{Type: "file", FileID: f}},
 					{OfGitHubRepository: &anthropic.BetaManagedAgentsGitHubRepositoryResourceParams{Type: "github_repository", URL: repoURL,
 						MountPath: anthropic.String("/workspace/repo"), AuthorizationToken: token,
 						Checkout: anthropic.BetaManagedAgentsGitHubRepositoryResourceParamsCheckoutUnion{OfBranch: &anthropic.BetaManagedAgentsBranchCheckoutParam{Type: "branch", Name: "main"}}}},
@@ -410,7 +398,6 @@ echo "token-in-git=$(grep -r ` + halves(token) + ` /workspace/repo/.git | wc -l)
 				t.Fatal(err)
 			}
 			d = start()
-			d.Resources().SetFiles(files)
 			c = sdkClient(d, d.AdminKey)
 			sctx, cancel := context.WithCancel(ctx)
 			defer cancel()
@@ -446,7 +433,7 @@ echo "token-in-git=$(grep -r ` + halves(token) + ` /workspace/repo/.git | wc -l)
 				t.Fatalf("the session's sandbox: %v %+v; want driver %s", err, sb, driver)
 			}
 			err = d.Sandboxes().Client(ctx, tn.ID, ms.SandboxID, func(g *guest.Client) error {
-				for p, want := range map[string]string{"/workspace/repo/README": "second version\n", "/mnt/session/uploads/" + f.ID: "file after restart\n"} {
+				for p, want := range map[string]string{"/workspace/repo/README": "second version\n", "/mnt/session/uploads/" + f: "file after restart\n"} {
 					if b, err := g.ReadFileMax(ctx, p, 1<<20); err != nil || string(b) != want {
 						t.Errorf("%s in the sandbox: %q %v; want %q", p, b, err, want)
 					}
@@ -468,7 +455,7 @@ echo "token-in-git=$(grep -r ` + halves(token) + ` /workspace/repo/.git | wc -l)
 					t.Fatalf("bash output lacks %q:\n%s\nevents:\n%s", want, result, raw)
 				}
 			}
-			if got := files.session(tn.ID, s.ID); got["o.txt"] != "out\n" {
+			if got := sessionOutputs(t, c, s.ID); got["o.txt"] != "out\n" {
 				t.Fatalf("outputs %v", got)
 			}
 		})
@@ -481,14 +468,8 @@ echo "token-in-git=$(grep -r ` + halves(token) + ` /workspace/repo/.git | wc -l)
 func TestSessionResourcesGeneratedCalls(t *testing.T) {
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	files := &memFiles{files: map[string]*memFile{}}
-	d.Resources().SetFiles(files)
-	tn, err := d.Store().GetTenantByName(ctx, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := files.add(tn.ID, "", "a.txt", []byte("a"))
 	c := sdkClient(d, d.AdminKey)
+	f := uploadFile(t, c, "a.txt", []byte("a"))
 	s, err := c.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
 		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(newAgent(t, c, "gen").ID)}, EnvironmentID: newEnv(t, c, "gen").ID,
 		Resources: []anthropic.BetaSessionNewParamsResourceUnion{{OfGitHubRepository: &anthropic.BetaManagedAgentsGitHubRepositoryResourceParams{
@@ -507,7 +488,7 @@ func TestSessionResourcesGeneratedCalls(t *testing.T) {
 		t.Fatalf("update: %v", err)
 	}
 	added, err := c.Beta.Sessions.Resources.Add(ctx, s.ID, anthropic.BetaSessionResourceAddParams{
-		BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{FileID: f.ID, Type: "file", MountPath: anthropic.String("/uploads/receipt.pdf")},
+		BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{FileID: f, Type: "file", MountPath: anthropic.String("/uploads/receipt.pdf")},
 		Betas:                               betas, WorkspaceID: ws})
 	if err != nil {
 		t.Fatalf("add: %v", err)

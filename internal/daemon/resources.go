@@ -24,7 +24,7 @@ func newResources(cfg config.Config, st store.Store, mgr *sandbox.Manager, vault
 	}
 	svc := resources.New(resources.Config{
 		Store: st, Keys: vaults.Keys(), Dir: filepath.Join(cfg.Home, "resources"), Sandboxes: mgr,
-		Log: log.With("component", "resources"),
+		Log: log.With("component", "resources"), Failpoint: failpointHook(cfg.Home, log),
 	})
 	mgr.AddHooks(svc.Hooks())
 	return svc

@@ -11,8 +11,9 @@ import (
 
 // failpointHook (crash-test builds only): while the file
 // $home/failpoint-<name> exists, a turn that reaches the session failpoint
-// <name> (session.Failpoints), or an alarm delivery that reaches the object
-// failpoint <name> (object.Fail*), writes $home/failpoint-<name>.reached and
+// <name> (session.Failpoints), an alarm delivery that reaches the object
+// failpoint <name> (object.Fail*), or a session resources step that reaches
+// <name> (resources.Fail*), writes $home/failpoint-<name>.reached and
 // hangs, so a test can SIGKILL the daemon exactly there.
 func failpointHook(home string, log *slog.Logger) func(string) {
 	return func(name string) {

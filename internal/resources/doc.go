@@ -22,6 +22,12 @@
 //     read), then copied into the sandbox through the guest (default
 //     /workspace/<repo-name>).
 //
+// A read_write store's changes become memory versions at turn end
+// (ContextHook.TurnEnd) and before its sandbox hibernates or is destroyed
+// (sandbox.Hooks.BeforeStop); the version each file was made from is kept
+// in the session's state.json, beside the tree, so a restarted daemon
+// syncs on the right base and never copies the store over unsynced work.
+//
 // Mounts are fixed when a sandbox starts. What a sandbox shows is derived
 // from durable state (the store, the files and memory services) at every
 // Prepare, so a host tree lost with its disk is made again.

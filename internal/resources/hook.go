@@ -253,27 +253,62 @@ func (s *Service) TurnEnd(ctx context.Context, sess *store.ManagedSession, sandb
 	}
 	defer s.lock(sess.ID)()
 	var errs []error
-	if s.memory() != nil {
-		rs, err := s.List(ctx, sess.ID)
-		if err != nil {
-			return err
-		}
-		st, err := l.load()
-		if err != nil {
-			return err
-		}
-		for _, r := range rs {
-			if _, placed := st.Done[r.ID]; r.Kind == KindMemoryStore && placed {
-				if err := s.syncMemory(ctx, sess, l, st, r); err != nil {
-					errs = append(errs, err)
-				}
-			}
-		}
-		if err := l.save(st); err != nil {
-			errs = append(errs, err)
-		}
+	if err := s.syncMemories(ctx, sess, l); err != nil {
+		errs = append(errs, err)
 	}
 	if err := s.collectOutputs(ctx, sess, l); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// beforeStop is the sandbox hook run before a session's sandbox
+// hibernates or is destroyed (also when the session is deleted): what the
+// agent changed in its read_write memory stores since the last turn end
+// (a turn cut short, a process left running) becomes memory versions
+// before the sandbox goes. Outputs stay for the next turn end: they are
+// kept in the host tree, which hibernation does not touch.
+func (s *Service) beforeStop(ctx context.Context, sb *store.Sandbox) {
+	sess := s.sessionOf(ctx, sb)
+	if sess == nil {
+		return
+	}
+	l, err := s.layout(sess.ID)
+	if err != nil {
+		return
+	}
+	defer s.lock(sess.ID)()
+	if err := s.syncMemories(ctx, sess, l); err != nil {
+		s.log.WarnContext(ctx, "session resources: memory sync before the sandbox stops", "session", sess.ID, "sandbox", sb.ID, "err", err)
+	}
+}
+
+// syncMemories syncs every placed read_write memory store of the session;
+// the caller holds the session's lock.
+func (s *Service) syncMemories(ctx context.Context, sess *store.ManagedSession, l layout) error {
+	if s.memory() == nil {
+		return nil
+	}
+	if _, err := os.Stat(l.state()); errors.Is(err, os.ErrNotExist) {
+		return nil // nothing was ever placed
+	}
+	rs, err := s.List(ctx, sess.ID)
+	if err != nil {
+		return err
+	}
+	st, err := l.load()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range rs {
+		if _, placed := st.Done[r.ID]; r.Kind == KindMemoryStore && placed {
+			if err := s.syncMemory(ctx, sess, l, st, r); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := l.save(st); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

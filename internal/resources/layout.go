@@ -57,20 +57,30 @@ func (l layout) ensure() error {
 // Hooks are the sandbox manager hooks: the /mnt binds of a session's
 // sandbox. They are fixed when the sandbox starts.
 func (s *Service) Hooks() sandbox.Hooks {
-	return sandbox.Hooks{Mounts: s.mounts}
+	return sandbox.Hooks{Mounts: s.mounts, BeforeStop: s.beforeStop}
 }
 
-func (s *Service) mounts(sb *store.Sandbox) []sandbox.Mount {
+// sessionOf is the session sb belongs to, or nil. Only the session's own
+// sandbox counts: metadata alone is not proof (the session names its
+// sandbox once it made it).
+func (s *Service) sessionOf(ctx context.Context, sb *store.Sandbox) *store.ManagedSession {
 	sessionID := sb.Metadata["agentkernel.session"]
 	if sessionID == "" {
 		return nil
 	}
-	sess, err := s.cfg.Store.GetManagedSession(context.Background(), sessionID)
-	// Only the session's own sandbox gets its tree: metadata alone is not
-	// proof (the session names its sandbox once it made it).
+	sess, err := s.cfg.Store.GetManagedSession(ctx, sessionID)
 	if err != nil || sess.TenantID != sb.TenantID || sb.SessionKey != sessionID || (sess.SandboxID != "" && sess.SandboxID != sb.ID) {
 		return nil
 	}
+	return sess
+}
+
+func (s *Service) mounts(sb *store.Sandbox) []sandbox.Mount {
+	sess := s.sessionOf(context.Background(), sb)
+	if sess == nil {
+		return nil
+	}
+	sessionID := sess.ID
 	l, err := s.layout(sessionID)
 	if err == nil {
 		err = l.ensure()

@@ -239,8 +239,12 @@ func (s *Service) syncMemory(ctx context.Context, sess *store.ManagedSession, l 
 	if err != nil {
 		return fmt.Errorf("memory store %s: sync: %w", d.MemoryStoreID, err)
 	}
+	s.failpoint(FailAfterMemorySync)
 	if base == nil {
 		base = map[string]memBase{}
+	}
+	if st.Mem == nil {
+		st.Mem = map[string]map[string]memBase{}
 	}
 	for _, c := range changes {
 		if c.Content == nil {

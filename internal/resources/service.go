@@ -35,6 +35,20 @@ type Config struct {
 	// MaxOutputBytes bounds one collected output file (default 1 GiB).
 	MaxOutputBytes int64
 	Log            *slog.Logger
+	// Failpoint, when set, is called at the named points (Fail*)
+	// (crash tests hang the process there to SIGKILL it).
+	Failpoint func(name string)
+}
+
+// FailAfterMemorySync: a read_write store's changes are memory versions;
+// the bases they made are not yet saved beside the session's tree, so a
+// re-run syncs the same changes again.
+const FailAfterMemorySync = "after-memory-sync"
+
+func (s *Service) failpoint(name string) {
+	if s.cfg.Failpoint != nil {
+		s.cfg.Failpoint(name)
+	}
 }
 
 // Service runs sessions' resources: the API's checks and rows, and the

@@ -35,6 +35,7 @@ func (m *Manager) Hibernate(ctx context.Context, tenantID, id string) (*Info, er
 	if _, err := m.load(ctx, tenantID, id); err != nil {
 		return nil, err
 	}
+	m.runBeforeStop(ctx, id)
 	e := m.entry(id)
 	e.mu.Lock()
 	err := m.hibernate(ctx, e, id, "requested")
@@ -220,6 +221,7 @@ func (m *Manager) Destroy(ctx context.Context, tenantID, id string) (*Info, erro
 	if _, err := m.load(ctx, tenantID, id); err != nil {
 		return nil, err
 	}
+	m.runBeforeStop(ctx, id)
 	e := m.entry(id)
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -20,6 +20,14 @@ type Hooks struct {
 	// place, before the warm marker is written (e.g. start an object's
 	// server). An error fails the warm-up.
 	AfterWarm func(ctx context.Context, sb *store.Sandbox, c *guest.Client) error
+	// BeforeStop runs before the manager hibernates (asked or idle) or
+	// destroys a sandbox that is not cold, so a layer can take back what
+	// the sandbox left while it is still there (session memory stores are
+	// synced). It runs without the sandbox's lock held — it may take its
+	// own locks, which may be held by a caller waiting for the sandbox —
+	// so a call may still be running in the sandbox. Errors are the
+	// hook's to log: the stop goes on.
+	BeforeStop func(ctx context.Context, sb *store.Sandbox)
 }
 
 // AddHooks registers lifecycle hooks. Call it before the manager serves.
@@ -60,4 +68,30 @@ func (m *Manager) runAfterWarm(ctx context.Context, sb *store.Sandbox, c *guest.
 		}
 	}
 	return nil
+}
+
+// runBeforeStop runs the BeforeStop hooks for sandbox id unless it is
+// cold or destroyed (nothing ran in it since it last stopped). The caller
+// must not hold the sandbox's lock.
+func (m *Manager) runBeforeStop(ctx context.Context, id string) {
+	hooks := m.hookList()
+	var fns []func(context.Context, *store.Sandbox)
+	for _, h := range hooks {
+		if h.BeforeStop != nil {
+			fns = append(fns, h.BeforeStop)
+		}
+	}
+	if len(fns) == 0 {
+		return
+	}
+	sb, err := m.cfg.Store.GetSandbox(ctx, id)
+	if err != nil {
+		return
+	}
+	if st := Derive(sb); st == StateCold || st == StateDestroyed {
+		return
+	}
+	for _, fn := range fns {
+		fn(ctx, sb)
+	}
 }

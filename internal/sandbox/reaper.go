@@ -97,6 +97,13 @@ func (m *Manager) ReapOnce(ctx context.Context) ReapReport {
 			continue
 		}
 		e := m.entry(sb.ID)
+		if e.inflight.Load() > 0 {
+			continue // a call is running: not idle
+		}
+		// Before the lock: a hook may wait for work that waits for it. A
+		// sandbox kept alive below was given the hook for nothing, which
+		// is harmless (hooks take back what is there, again).
+		m.runBeforeStop(ctx, sb.ID)
 		if e.inflight.Load() > 0 || !e.mu.TryLock() {
 			continue // a call is running: not idle
 		}

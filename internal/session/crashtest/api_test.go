@@ -37,29 +37,7 @@ func (e event) text() string {
 // newSession creates an agent with the built-in toolset, an environment
 // and a session through the SDK.
 func newSession(t testing.TB, c anthropic.Client) string {
-	t.Helper()
-	ctx := context.Background()
-	agent, err := c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{
-		Name:  "crash",
-		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-5"},
-		Tools: []anthropic.BetaAgentNewParamsToolUnion{
-			{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{Type: anthropic.BetaManagedAgentsAgentToolset20260401ParamsTypeAgentToolset20260401}},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "crash"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
-		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(agent.ID)}, EnvironmentID: env.ID,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.ID
+	return newSessionWith(t, c)
 }
 
 func send(t testing.TB, c anthropic.Client, sid, text string) {
