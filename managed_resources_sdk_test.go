@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,6 +101,17 @@ func sessionVersions(t testing.TB, c anthropic.Client, storeID, sessionID string
 		t.Fatal(err)
 	}
 	return out
+}
+
+// gitHost is the [resources] git_internal_hosts entry that lets the
+// daemon clone from a test's git server on the loopback (host:port).
+func gitHost(t *testing.T, repoURL string) string {
+	t.Helper()
+	u, err := url.Parse(repoURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
 }
 
 // gitServer serves a repository with git http-backend on 127.0.0.1 and

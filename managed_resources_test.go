@@ -56,6 +56,7 @@ ln -s /etc/passwd /mnt/session/outputs/leak; ln -s / /mnt/session/outputs/root; 
 	})
 	d := daemontest.Start(t, func(c *config.Config) {
 		c.Models = map[string]config.ModelConfig{"claude-*": {Provider: config.ProviderAnthropic, BaseURL: fake.URL, APIKey: "sk-fake"}}
+		c.Resources.GitInternalHosts = []string{gitHost(t, repoURL)}
 	})
 	ctx := context.Background()
 	tn, err := d.Store().GetTenantByName(ctx, "default")
@@ -362,6 +363,7 @@ echo "token-in-git=$(grep -r ` + halves(token) + ` /workspace/repo/.git | wc -l)
 				return daemontest.Start(t, func(c *config.Config) {
 					c.Home = home
 					c.Models = map[string]config.ModelConfig{"claude-*": {Provider: config.ProviderAnthropic, BaseURL: fake.URL, APIKey: "sk-fake"}}
+					c.Resources.GitInternalHosts = []string{gitHost(t, repoURL)}
 				})
 			}
 			ctx := context.Background()

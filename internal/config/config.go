@@ -54,6 +54,8 @@ type Config struct {
 	Skills SkillsConfig `toml:"skills"`
 	// Packages is how environments' config.packages are built.
 	Packages PackagesConfig `toml:"packages"`
+	// Resources configures sessions' resources.
+	Resources ResourcesConfig `toml:"resources"`
 }
 
 // PackagesConfig points the package managers of environment builds at the

@@ -129,5 +129,6 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateModels()...)
 	errs = append(errs, c.validateMonitor()...)
 	errs = append(errs, c.validateEgress()...)
+	errs = append(errs, c.validateResources()...)
 	return errors.Join(errs...)
 }

@@ -25,6 +25,7 @@ func newResources(cfg config.Config, st store.Store, mgr *sandbox.Manager, vault
 	svc := resources.New(resources.Config{
 		Store: st, Keys: vaults.Keys(), Dir: filepath.Join(cfg.Home, "resources"), Sandboxes: mgr,
 		Log: log.With("component", "resources"), Failpoint: failpointHook(cfg.Home, log),
+		GitInternalHosts: cfg.GitInternalHostPatterns(),
 	})
 	mgr.AddHooks(svc.Hooks())
 	return svc

@@ -9,12 +9,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
+	"github.com/agentkernel/agentkernel/internal/egress"
 	"github.com/agentkernel/agentkernel/internal/guest"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
@@ -80,10 +84,17 @@ func (s *Service) clone(ctx context.Context, d repoDoc, token, dir string) error
 	if u.Scheme != "https" && u.Scheme != "http" {
 		return fmt.Errorf("%q is not an http(s) URL", d.URL)
 	}
+	pin, err := s.repositoryAddrs(ctx, u)
+	if err != nil {
+		return err
+	}
 	env := []string{"GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + filepath.Dir(dir),
 		"PATH=" + os.Getenv("PATH"), "GIT_ASKPASS=/bin/false"}
 	cfg := [][2]string{{"protocol.allow", "never"}, {"protocol." + u.Scheme + ".allow", "always"}, {"http.followRedirects", "false"},
 		{"core.hooksPath", "/dev/null"}, {"advice.detachedHead", "false"}}
+	if pin != "" {
+		cfg = append(cfg, [2]string{"http.curloptResolve", pin})
+	}
 	if token != "" {
 		basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
 		cfg = append(cfg, [2]string{"http.extraHeader", "Authorization: Basic " + basic})
@@ -186,4 +197,68 @@ func jsonInto(b json.RawMessage, v any) error {
 		return fmt.Errorf("stored resource doc: %w", err)
 	}
 	return nil
+}
+
+// repositoryAddrs checks where a clone of u would connect. The URL comes
+// from an API caller, and the daemon — not a sandbox behind the egress
+// proxy — does the clone, so it must not become a way into the daemon's
+// own networks: a host on loopback, link-local (the cloud metadata
+// service) or a private range is refused unless [resources]
+// git_internal_hosts names it. The addresses checked are the ones git
+// uses: they are pinned with http.curloptResolve (returned as its value,
+// "" for an IP literal), so a second DNS answer cannot differ.
+func (s *Service) repositoryAddrs(ctx context.Context, u *url.URL) (string, error) {
+	host := u.Hostname()
+	port := 443
+	if u.Scheme == "http" {
+		port = 80
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 || n > 65535 {
+			return "", fmt.Errorf("repository URL %q: bad port", u.Redacted())
+		}
+		port = n
+	}
+	allowed := false
+	for _, hp := range s.cfg.GitInternalHosts {
+		allowed = allowed || hp.Match(strings.ToLower(host), port)
+	}
+	refuse := func(addr string) error {
+		return fmt.Errorf("repository host %s is on the daemon's own network (%s): refused; an operator allows it with [resources] git_internal_hosts", host, addr)
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		if !allowed && egress.InternalAddr(a) {
+			return "", refuse(a.String())
+		}
+		return "", nil
+	}
+	if !allowed && egress.Internal(host) {
+		return "", refuse(host)
+	}
+	var r interface {
+		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+	} = net.DefaultResolver
+	if s.cfg.Resolver != nil {
+		r = s.cfg.Resolver
+	}
+	addrs, err := r.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return "", fmt.Errorf("repository host %s: %w", host, err)
+	}
+	if len(addrs) == 0 {
+		return "", fmt.Errorf("repository host %s has no address", host)
+	}
+	list := make([]string, len(addrs))
+	for i, a := range addrs {
+		a = a.Unmap()
+		if !allowed && egress.InternalAddr(a) {
+			return "", refuse(a.String())
+		}
+		list[i] = a.String()
+		if a.Is6() {
+			list[i] = "[" + list[i] + "]"
+		}
+	}
+	return fmt.Sprintf("%s:%d:%s", host, port, strings.Join(list, ",")), nil
 }

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
+	"github.com/agentkernel/agentkernel/internal/egress"
 	"github.com/agentkernel/agentkernel/internal/ids"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
@@ -32,6 +34,15 @@ type Config struct {
 	Sandboxes Sandboxes
 	// Git is the git binary ("" = "git" on PATH).
 	Git string
+	// GitInternalHosts are the hosts on the daemon's own networks
+	// (loopback, link-local, private ranges) repositories may be cloned
+	// from ([resources] git_internal_hosts); every other repository host
+	// must resolve to public addresses only.
+	GitInternalHosts []egress.HostPattern
+	// Resolver resolves repository hosts (nil: net.DefaultResolver).
+	Resolver interface {
+		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+	}
 	// MaxOutputBytes bounds one collected output file (default 1 GiB).
 	MaxOutputBytes int64
 	Log            *slog.Logger
