@@ -10,3 +10,10 @@ type Pinner interface {
 	// collector is deciding about key, so a pin never races a delete.
 	Pin(key string) (unpin func())
 }
+
+// NoPins is the Pinner of a writer that runs without a collector (tests,
+// tools): there is nothing to keep away.
+type NoPins struct{}
+
+// Pin does nothing.
+func (NoPins) Pin(string) func() { return func() {} }

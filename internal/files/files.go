@@ -82,10 +82,6 @@ type Service struct {
 	before func(string)
 }
 
-type noPins struct{}
-
-func (noPins) Pin(string) func() { return func() {} }
-
 // New builds the service.
 func New(c Config) *Service {
 	s := &Service{st: c.Store, blobs: c.Blobs, max: c.MaxBytes, log: c.Log, pins: c.Pins, now: c.Now, before: c.BeforeRecord}
@@ -96,7 +92,7 @@ func New(c Config) *Service {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.pins == nil {
-		s.pins = noPins{}
+		s.pins = blob.NoPins{}
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -72,11 +72,6 @@ var tenantRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
 // tenant is part of it, so no tenant's row can name another's blob.
 func bundleKey(tenant, digest string) string { return bundlePrefix + tenant + "/sha256/" + digest }
 
-// noPins stands in for the blob GC when there is none.
-type noPins struct{}
-
-func (noPins) Pin(string) func() { return func() {} }
-
 func newBundleStore(st store.ObjectStore, blobs blob.Store, pins blob.Pinner, dir string, lim bundleLimits, log *slog.Logger) (*bundleStore, error) {
 	for _, d := range []string{"trees", "refs", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
@@ -87,7 +82,7 @@ func newBundleStore(st store.ObjectStore, blobs blob.Store, pins blob.Pinner, di
 		return nil, err
 	}
 	if pins == nil {
-		pins = noPins{}
+		pins = blob.NoPins{}
 	}
 	return &bundleStore{st: st, blobs: blobs, pins: pins, dir: dir, lim: lim, log: log}, nil
 }

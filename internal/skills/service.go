@@ -46,15 +46,11 @@ type Service struct {
 	now   func() time.Time
 }
 
-type noPins struct{}
-
-func (noPins) Pin(string) func() { return func() {} }
-
 // New returns a Service.
 func New(cfg Config) *Service {
 	s := &Service{st: cfg.Store, blobs: cfg.Blobs, pins: cfg.Pins, lim: cfg.Limits.withDefaults(), log: cfg.Log, now: cfg.Now}
 	if s.pins == nil {
-		s.pins = noPins{}
+		s.pins = blob.NoPins{}
 	}
 	if s.log == nil {
 		s.log = slog.Default()
