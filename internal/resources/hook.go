@@ -28,11 +28,14 @@ func (s *Service) Prepare(ctx context.Context, sess *store.ManagedSession, sandb
 	if err != nil {
 		return err
 	}
-	if err := l.ensure(); err != nil {
-		return err
-	}
 	st, err := l.load()
 	if err != nil {
+		return err
+	}
+	if len(want) == 0 && len(st.Done) == 0 {
+		return nil // nothing placed and nothing to place: most tool calls of most sessions
+	}
+	if err := l.ensure(); err != nil {
 		return err
 	}
 	// Host side first: the tree is the daemon's own. Nothing is written
@@ -79,16 +82,21 @@ func (s *Service) Prepare(ctx context.Context, sess *store.ManagedSession, sandb
 			gone = append(gone, id)
 		}
 	}
-	needGuest := len(gone) > 0
+	needGuest, anyGuest := len(gone) > 0, false
 	for _, r := range want {
-		if guestSide(r) && !st.Guest[r.ID] {
-			needGuest = true
+		if guestSide(r) {
+			anyGuest = true
+			needGuest = needGuest || !st.Guest[r.ID]
 		}
 	}
-	if !needGuest && st.Instance != "" {
+	switch {
+	case needGuest:
+		return s.guestWork(ctx, sess, sandboxID, l, st, want, gone)
+	case !anyGuest:
+		return nil // everything is in the host tree: no sandbox instance to check
+	default:
 		return s.checkInstance(ctx, sess, sandboxID, l, st, want, gone)
 	}
-	return s.guestWork(ctx, sess, sandboxID, l, st, want, gone)
 }
 
 // guestSide reports whether a resource needs work inside the sandbox.
