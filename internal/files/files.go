@@ -222,19 +222,11 @@ func (s *Service) Open(ctx context.Context, tenantID, id string) (io.ReadCloser,
 	return rc, f, nil
 }
 
-// List pages through the tenant's live files.
+// List pages through the tenant's live files (expired ones are left out
+// by the query, so a full page means there may be more).
 func (s *Service) List(ctx context.Context, p store.ListFilesParams) ([]*store.File, error) {
-	fs, err := s.st.ListFiles(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	out := fs[:0]
-	for _, f := range fs {
-		if !s.expired(f) {
-			out = append(out, f)
-		}
-	}
-	return out, nil
+	p.LiveAt = s.now()
+	return s.st.ListFiles(ctx, p)
 }
 
 // ListBySession returns the session's live files, oldest first.

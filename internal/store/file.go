@@ -42,6 +42,9 @@ type ListFilesParams struct {
 	BeforeID       string
 	Limit          int
 	Descending     bool
+	// LiveAt, when set, leaves out files expired at that time — in the
+	// query, so a page of Limit rows is a page of live files.
+	LiveAt time.Time
 }
 
 // FileStore holds Files rows. Every call is scoped to a tenant: another

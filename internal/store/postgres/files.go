@@ -74,6 +74,9 @@ func (s *Store) ListFiles(ctx context.Context, p store.ListFilesParams) ([]*stor
 	if len(p.IDs) > 0 {
 		q.WriteString(` AND id = ANY(` + arg(p.IDs) + `::text[])`)
 	}
+	if !p.LiveAt.IsZero() {
+		q.WriteString(` AND (expires_at IS NULL OR expires_at > ` + arg(p.LiveAt) + `)`)
+	}
 	if p.AfterID != "" {
 		q.WriteString(` AND id > ` + arg(p.AfterID))
 	}

@@ -77,6 +77,10 @@ func (s *Store) ListFiles(ctx context.Context, p store.ListFilesParams) ([]*stor
 			args = append(args, id)
 		}
 	}
+	if !p.LiveAt.IsZero() {
+		q.WriteString(` AND (expires_at IS NULL OR expires_at > ?)`)
+		args = append(args, micros(p.LiveAt))
+	}
 	if p.AfterID != "" {
 		q.WriteString(` AND id > ?`)
 		args = append(args, p.AfterID)

@@ -129,10 +129,22 @@ func testFileExpired(ctx context.Context, t *testing.T, s store.FileStore) {
 	}
 	at := func(d time.Duration) *time.Time { x := now.Add(d); return &x }
 	later := mk("t1", at(-time.Minute))
-	mk("t1", nil) // never expires
+	never := mk("t1", nil)
 	sooner := mk("t2", at(-time.Hour))
 	exact := mk("t2", at(0))
-	mk("t1", at(time.Second)) // not yet
+	notYet := mk("t1", at(time.Second))
+	// A listing live at now leaves the expired out in the query: a page of
+	// one is the first live file, not an expired one dropped afterwards.
+	live, err := s.ListFiles(ctx, store.ListFilesParams{TenantID: "t1", LiveAt: now, Limit: 1})
+	mustOK(t, err, "ListFiles live")
+	if len(live) != 1 || live[0].ID != never {
+		t.Fatalf("first live file of t1 %+v; want %s", live, never)
+	}
+	live, err = s.ListFiles(ctx, store.ListFilesParams{TenantID: "t1", LiveAt: now})
+	mustOK(t, err, "ListFiles live")
+	if len(live) != 2 || live[1].ID != notYet {
+		t.Fatalf("live files of t1 %+v; want %s and %s", live, never, notYet)
+	}
 	got, err := s.ListExpiredFiles(ctx, now, 0)
 	mustOK(t, err, "ListExpiredFiles")
 	var ids []string
