@@ -30,6 +30,7 @@ echo changed > /mnt/memory/notes/n.md
 mkdir -p /mnt/memory/notes/dir && echo new > /mnt/memory/notes/dir/new.md
 rm /mnt/memory/notes/gone.md
 ln -s /etc/hostname /mnt/memory/notes/link.md
+head -c 200000 /dev/zero | tr '\\0' a > /mnt/memory/notes/big.md
 echo edited`}}}},
 		{Text: "done"},
 		{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": `ls -R /mnt/memory/notes`}}}},

@@ -14,14 +14,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentkernel/agentkernel/internal/beneath"
+	"github.com/agentkernel/agentkernel/internal/memory"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
-// Limits of a mounted memory store, as the sandbox leaves it.
-const (
-	maxMemoryFiles = 10000
-	maxMemoryBytes = 1 << 20
-)
+// maxMemoryFiles bounds the files of a mounted memory store read back at
+// a sync; one file is at most a memory's content (memory.MaxContentBytes).
+const maxMemoryFiles = 10000
 
 // memBase is what a memory of a read_write store was when the daemon put
 // it in the sandbox (or last synced it): its version and content hash.
@@ -212,15 +211,19 @@ func (s *Service) syncMemory(ctx context.Context, sess *store.ManagedSession, l 
 	var changes []MemoryChange
 	present := map[string]bool{}
 	for _, name := range names {
-		b, err := beneath.ReadFile(root, name, maxMemoryBytes+1)
+		b, err := beneath.ReadFile(root, name, memory.MaxContentBytes+1)
 		if err != nil {
 			return err
 		}
-		if len(b) > maxMemoryBytes {
-			return fmt.Errorf("memory store %s: %s is larger than %d bytes", d.MemoryStoreID, name, maxMemoryBytes)
-		}
 		present[name] = true
 		content := string(b)
+		// A file that can be no memory (too big, not text, a path the
+		// SDK's rules refuse) stays in the sandbox unsynced; the others
+		// still go back — Sync refuses a batch with one bad change.
+		if err := errors.Join(memory.CheckPath("/"+name), memory.CheckContent(content)); err != nil {
+			s.log.Warn("memory store file not synced", "session", sess.ID, "memory_store", d.MemoryStoreID, "file", name, "err", err)
+			continue // present: a memory it replaced is not deleted either
+		}
 		old, had := base[name]
 		if had && old.SHA256 == hashOf(content) {
 			continue
