@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -132,6 +133,11 @@ func (m *managed) checkPackages(pk obj) (packages.Spec, error) {
 		}
 		if m.packages == nil {
 			return spec, pk.notYet(mgr, "this daemon runs no sandbox layer to build packages in")
+		}
+		if m.sandboxNetwork != "" && m.sandboxNetwork != sandbox.NetworkEgress {
+			// A build runs the packages' own install scripts: only behind
+			// the egress proxy, which lets it reach the registries alone.
+			return spec, pk.notYet(mgr, fmt.Sprintf("packages are built behind the egress proxy, and this daemon's [sandbox] network is %q (egress is needed)", m.sandboxNetwork))
 		}
 		for i, name := range list {
 			if err := packages.CheckName(name); err != nil {

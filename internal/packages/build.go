@@ -41,16 +41,26 @@ func (s *Service) build(ctx context.Context, b *store.PackageBuild, t Target) er
 	defer os.RemoveAll(staging)
 	info, err := s.cfg.Sandboxes.Create(ctx, sandbox.CreateParams{
 		TenantID: b.TenantID, Driver: t.Driver, Image: t.Image, Cold: true,
+		// Behind the proxy whatever the daemon's default: the installs run
+		// the packages' own scripts, and the build's policy lets them
+		// reach the registries and nothing else.
+		Network:  sandbox.NetworkEgress,
 		Metadata: map[string]string{MetaBuild: b.Key},
 	})
 	if err != nil {
 		return s.finish(b, store.BuildFailed, "sandbox:", fmt.Sprintf("create the build sandbox: %v", err))
 	}
-	defer func() {
+	destroyed := false
+	destroy := func() {
+		if destroyed {
+			return
+		}
+		destroyed = true
 		if _, err := s.cfg.Sandboxes.Destroy(context.WithoutCancel(ctx), b.TenantID, info.ID); err != nil {
 			s.log.Warn("destroy package build sandbox", "sandbox", info.ID, "err", err)
 		}
-	}()
+	}
+	defer destroy()
 	steps := t.steps()
 	b.SandboxID, b.Progress = info.ID, fmt.Sprintf("0/%d", len(steps))
 	if b, err = s.cfg.Store.UpdatePackageBuild(ctx, b); err != nil {
@@ -80,6 +90,9 @@ func (s *Service) build(ctx context.Context, b *store.PackageBuild, t Target) er
 		}
 		return s.finish(b, store.BuildFailed, st.Manager+":"+st.Package, out.String())
 	}
+	// Nothing left in the build sandbox (a background process of an
+	// install script) may write through its bind into the published layer.
+	destroy()
 	layer := s.layerDir(b.TenantID, b.Key)
 	if err := os.RemoveAll(layer); err != nil {
 		return err
