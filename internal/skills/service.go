@@ -8,8 +8,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -64,10 +62,11 @@ func New(cfg Config) *Service {
 // Limits returns the limits uploads are held to.
 func (s *Service) Limits() Limits { return s.lim }
 
-// blobKey names a version's archive. The tenant is part of it, so no
-// tenant's row can name another's blob.
-func blobKey(tenant, skillID, version string) string {
-	return "skills/" + tenant + "/" + skillID + "/" + version + ".zip"
+// blobKey names a new archive of a skill: a fresh id of its own (not the
+// version, which may still change when the row is inserted), the tenant
+// in it so no tenant's row can name another's blob.
+func blobKey(tenant, skillID string) string {
+	return "skills/" + tenant + "/" + skillID + "/" + ids.New("arc") + ".zip"
 }
 
 // archive writes the bundle as a zip whose members sit under the skill's
@@ -106,14 +105,14 @@ func (s *Service) newVersion(ctx context.Context, tenant, skillID string, parts 
 	now := s.now().UTC()
 	v := &store.SkillVersion{SkillID: skillID, Version: strconv.FormatInt(now.UnixMicro(), 10), TenantID: tenant,
 		Name: b.Name, Description: b.Description, Directory: b.Dir, Files: int64(len(b.Files)), CreatedAt: now.Truncate(time.Microsecond)}
-	v.BlobKey = blobKey(tenant, skillID, v.Version)
-	sum := sha256.Sum256(data)
-	v.SHA256, v.Size = hex.EncodeToString(sum[:]), int64(len(data))
+	v.BlobKey = blobKey(tenant, skillID)
 	unpin := s.pins.Pin(v.BlobKey)
 	defer unpin()
-	if _, err := s.blobs.Put(ctx, v.BlobKey, bytes.NewReader(data)); err != nil {
+	info, err := s.blobs.Put(ctx, v.BlobKey, bytes.NewReader(data))
+	if err != nil {
 		return nil, fmt.Errorf("skills: store the archive of %s: %w", skillID, err)
 	}
+	v.SHA256, v.Size = info.SHA256, info.Size
 	if err := insert(v); err != nil {
 		if derr := s.blobs.Delete(context.WithoutCancel(ctx), v.BlobKey); derr != nil {
 			s.log.WarnContext(ctx, "skills: delete the archive of a version not recorded", "key", v.BlobKey, "err", derr)
@@ -158,7 +157,6 @@ func (s *Service) AddVersion(ctx context.Context, tenant, skillID string, parts 
 		// the next id instead.
 		if latest, err := strconv.ParseInt(sk.LatestVersion, 10, 64); err == nil {
 			if mine, _ := strconv.ParseInt(v.Version, 10, 64); mine <= latest {
-				// The blob key carries the old id; the row keeps it.
 				v.Version = strconv.FormatInt(latest+1, 10)
 			}
 		}

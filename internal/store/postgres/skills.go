@@ -203,11 +203,15 @@ func (s *Store) ListSkillVersions(ctx context.Context, skillID, afterVersion str
 func (s *Store) DeleteSkillVersion(ctx context.Context, skillID, version string) (*store.SkillVersion, error) {
 	var out *store.SkillVersion
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		// Locks the skill, so two deletes of its last two versions cannot
-		// both see two.
+		// Lock the skill first, then count in a statement of its own: under
+		// READ COMMITTED a count in the locking statement reads that
+		// statement's snapshot, so two deletes of the last two versions
+		// would both see two.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM skills WHERE id = $1 FOR UPDATE`, skillID); err != nil {
+			return mapErr("lock skill "+skillID, err)
+		}
 		var n int
-		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM skill_versions WHERE skill_id = $1)
-			FROM skills WHERE id = $1 FOR UPDATE`, skillID).Scan(&n); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM skill_versions WHERE skill_id = $1`, skillID).Scan(&n); err != nil {
 			return mapErr("count the versions of skill "+skillID, err)
 		}
 		v, err := scanSkillVersion(tx.QueryRow(ctx, `DELETE FROM skill_versions WHERE skill_id = $1 AND version = $2
