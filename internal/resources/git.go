@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -137,7 +138,11 @@ func (s *Service) clone(ctx context.Context, d repoDoc, token, dir string) error
 
 // tarDir archives dir (never following a symlink in it) to dst.
 func tarDir(dir, dst string) error {
-	f, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o444)
+	// A tar a crashed daemon left is read-only: remove it, do not reopen it.
+	if err := os.Remove(dst); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
 	if err != nil {
 		return err
 	}

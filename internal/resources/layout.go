@@ -187,6 +187,11 @@ func (s *Service) Forget(sessionID string) error {
 	if err != nil {
 		return nil
 	}
+	// Under the session's lock, so a Prepare, TurnEnd or BeforeStop in
+	// flight finishes before the tree goes; the entry is dropped while
+	// held, and a later lock (none should come) makes a fresh one.
+	unlock := s.lock(sessionID)
+	defer unlock()
 	s.locks.Delete(sessionID)
 	return os.RemoveAll(l.root)
 }

@@ -116,6 +116,11 @@ func checkMountPath(field, p string) error {
 	if under(p, MemoryRoot) {
 		return bad(field, "%q is under %s, where memory stores are mounted by name", p, MemoryRoot)
 	}
+	for _, d := range []string{OutputsPath, defaultUploadsDir, linksDir, stagingDir, MemoryRoot} {
+		if under(d, p) {
+			return bad(field, "%q holds %s, a directory the daemon makes; mount below it", p, d)
+		}
+	}
 	return nil
 }
 

@@ -17,6 +17,7 @@ func TestMountPathRules(t *testing.T) {
 	}
 	for p, why := range map[string]string{
 		"": "empty", "a/b": "absolute", "/a/../b": "..", "/a/./b": ".", "/a//b": "clean", "/a/": "clean", "/": "needs",
+		"/mnt/session": "daemon makes", "/mnt/session/uploads": "daemon makes",
 		"/proc/1": "/proc", "/dev/x": "/dev", "/sys": "/sys", "/.agentkernel/guest": "/.agentkernel", "/etc/passwd": "/etc",
 		"/mnt/session/outputs": "outputs", "/mnt/session/outputs/a": "outputs", "/mnt/memory/x": "memory", "/mnt/.links/x": "/mnt/.links",
 		"/mnt/.staging/x": "/mnt/.staging", "/workspace": "needs", "/mnt": "needs", "/a\x00b": "NUL", "/" + strings.Repeat("a", 1100): "limit",
