@@ -219,16 +219,12 @@ func (f *filesAPI) list(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	limit, err := queryLimit(q, 20, 1000)
-	if err != nil {
-		f.writeError(w, r, err)
-		return
-	}
 	pq, err := parsePageQuery(q, 20, 1000, true)
 	if err != nil {
 		f.writeError(w, r, err)
 		return
 	}
+	limit := pq.limit
 	if n := boolCount(pq.cursor != "", q.Get("before_id") != "", q.Get("after_id") != ""); n > 1 {
 		f.writeError(w, r, BadRequest("query parameters \"page\", \"before_id\" and \"after_id\" are mutually exclusive"))
 		return

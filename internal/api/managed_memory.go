@@ -458,11 +458,8 @@ func (a *memoryAPI) listMemories(w http.ResponseWriter, r *http.Request) {
 	if full {
 		max = fullViewLimit
 	}
-	limit, err := queryLimit(q, 20, 100)
-	var p pageQuery
-	if err == nil {
-		p, err = parsePageQuery(q, 20, 100, false)
-	}
+	p, err := parsePageQuery(q, 20, 100, false)
+	limit := p.limit
 	prefix := q.Get("path_prefix")
 	if err == nil && prefix != "" {
 		if perr := memory.CheckPrefix(prefix); perr != nil {

@@ -26,8 +26,8 @@ func Rootfs() Options {
 // Workspace is for a workspace backup, which snapshot.Write made: symlinks
 // are data (a workspace may hold links to anywhere; they resolve inside the
 // sandbox), modes are kept as archived, and what Write never writes — hard
-// links, device nodes, FIFOs, repeated paths, the root itself, names with a
-// backslash — is refused.
+// links, device nodes, FIFOs, repeated paths, the root itself — is refused.
+// A name with a backslash is an ordinary name (Linux allows it).
 func Workspace() Options {
 	return Options{
 		Target:   "workspace",
