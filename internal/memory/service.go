@@ -153,23 +153,28 @@ func (s *Service) Sync(ctx context.Context, tenantID, storeID string, actor Acto
 	}
 	by := store.MemoryActor{Type: "session_actor", ID: actor.SessionID}
 	for _, c := range changes {
-		cur, err := s.current(ctx, storeID, c.Path)
-		if err != nil {
+		w := store.MemoryWrite{TenantID: tenantID, StoreID: storeID, Path: c.Path, Content: c.Content, Actor: by}
+		cur := ""
+		if c.Content == nil {
+			// A stale deletion keeps the newer version: checked in the
+			// write's own transaction.
+			w.DeleteIfVersion = c.BaseVersionID
+		} else if cur, err = s.current(ctx, storeID, c.Path); err != nil {
 			return nil, err
-		}
-		if c.Content == nil && cur != "" && cur != c.BaseVersionID {
-			s.log.Warn("memory deleted by a session but changed by another writer since it read it; keeping the newer version",
-				"memory_store", storeID, "path", c.Path, "session", actor.SessionID, "base_version", c.BaseVersionID, "current_version", cur)
-			continue
 		}
 		if s.beforeWrite != nil {
 			s.beforeWrite(storeID, c.Path)
 		}
-		_, changed, err := s.st.PutMemoryAtPath(ctx, store.MemoryWrite{TenantID: tenantID, StoreID: storeID, Path: c.Path, Content: c.Content, Actor: by})
+		kept, changed, err := s.st.PutMemoryAtPath(ctx, w)
 		if err != nil {
 			return nil, fmt.Errorf("memory sync of %q: %w", c.Path, err)
 		}
-		if changed && cur != c.BaseVersionID {
+		switch {
+		case c.Content == nil && !changed && kept != nil:
+			s.log.Warn("memory deleted by a session but changed by another writer since it read it; keeping the newer version",
+				"memory_store", storeID, "path", c.Path, "session", actor.SessionID, "base_version", c.BaseVersionID, "current_version", kept.VersionID)
+		case c.Content != nil && changed && cur != c.BaseVersionID:
+			// Only a log line: the write itself never depends on it.
 			s.log.Warn("memory changed by another writer since this session read it; both versions are kept",
 				"memory_store", storeID, "path", c.Path, "session", actor.SessionID, "base_version", c.BaseVersionID, "current_version", cur)
 		}

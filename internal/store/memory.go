@@ -92,7 +92,12 @@ type MemoryWrite struct {
 	// ExpectSHA256, when set, fails the write with ErrVersionMismatch
 	// unless the memory's current content has this digest.
 	ExpectSHA256 string
-	Actor        MemoryActor
+	// DeleteIfVersion, on a deletion by PutMemoryAtPath, deletes the
+	// memory only while its current version is this one: a newer version
+	// (another writer's) is kept and returned, with false. Checked in the
+	// write's transaction, so no write can land in between.
+	DeleteIfVersion string
+	Actor           MemoryActor
 }
 
 // MemoryListParams pages through a store's live memories in bytewise path
@@ -157,7 +162,7 @@ type MemoryStores interface {
 	// it) or, with nil Content, deletes it. A write that changes nothing
 	// (same content; already absent) records no version and reports false,
 	// which is what makes a repeated sync a no-op. The memory is nil after a
-	// delete.
+	// delete; a deletion refused by DeleteIfVersion returns the memory kept.
 	PutMemoryAtPath(ctx context.Context, w MemoryWrite) (*Memory, bool, error)
 	ListMemories(ctx context.Context, p MemoryListParams) ([]*Memory, error)
 

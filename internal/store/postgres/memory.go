@@ -385,6 +385,9 @@ func (s *Store) PutMemoryAtPath(ctx context.Context, w store.MemoryWrite) (*stor
 			out, err = s.insertMemory(ctx, tx, w)
 			changed = err == nil
 			return err
+		case w.Content == nil && w.DeleteIfVersion != "" && cur.VersionID != w.DeleteIfVersion:
+			out = cur // changed since the deleter read it: the newer version stays
+			return nil
 		case w.Content == nil:
 			changed = true
 			return s.removeMemory(ctx, tx, cur, w.Actor)
@@ -403,7 +406,7 @@ func (s *Store) ListMemories(ctx context.Context, p store.MemoryListParams) ([]*
 		limit = &p.Limit
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+memoryCols+` FROM memories
-		WHERE store_id = $1 AND left(path, length($2)) = $2 AND path > $3 ORDER BY path LIMIT $4`,
+		WHERE store_id = $1 AND path >= $2 AND left(path, length($2)) = $2 AND path > $3 ORDER BY path LIMIT $4`,
 		p.StoreID, p.PathPrefix, p.AfterPath, limit)
 	if err != nil {
 		return nil, mapErr("list memories", err)

@@ -394,6 +394,9 @@ func (s *Store) PutMemoryAtPath(ctx context.Context, w store.MemoryWrite) (*stor
 			out, err = s.insertMemory(ctx, tx, w)
 			changed = err == nil
 			return err
+		case w.Content == nil && w.DeleteIfVersion != "" && cur.VersionID != w.DeleteIfVersion:
+			out = cur // changed since the deleter read it: the newer version stays
+			return nil
 		case w.Content == nil:
 			changed = true
 			return s.removeMemory(ctx, tx, cur, w.Actor)
@@ -413,7 +416,7 @@ func (s *Store) ListMemories(ctx context.Context, p store.MemoryListParams) ([]*
 		limit = -1
 	}
 	rows, err := s.read.QueryContext(ctx, `SELECT `+memoryCols+` FROM memories
-		WHERE store_id = ?1 AND substr(path, 1, length(?2)) = ?2 AND path > ?3 ORDER BY path LIMIT ?4`,
+		WHERE store_id = ?1 AND path >= ?2 AND substr(path, 1, length(?2)) = ?2 AND path > ?3 ORDER BY path LIMIT ?4`,
 		p.StoreID, p.PathPrefix, p.AfterPath, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list memories: %w", err)

@@ -229,6 +229,15 @@ func testMemoryPutAtPath(e *memEnv) {
 		e.t.Fatalf("put changed: %+v %v", mod, changed)
 	}
 	w.Content = nil
+	// A deletion made on a version that is no longer current keeps the
+	// newer one and returns it.
+	w.DeleteIfVersion = first.VersionID
+	kept, changed, err := e.s.PutMemoryAtPath(e.ctx, w)
+	mustOK(e.t, err, "stale delete")
+	if changed || kept == nil || kept.VersionID != mod.VersionID {
+		e.t.Fatalf("a delete on version %s of a memory now at %s: %+v changed %v", first.VersionID, mod.VersionID, kept, changed)
+	}
+	w.DeleteIfVersion = mod.VersionID
 	for i, wantChanged := range []bool{true, false} {
 		gone, changed, err := e.s.PutMemoryAtPath(e.ctx, w)
 		mustOK(e.t, err, "put delete")
