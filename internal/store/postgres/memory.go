@@ -483,7 +483,7 @@ func (s *Store) RedactMemoryVersion(ctx context.Context, id string, by store.Mem
 			return mapErr("lock memory store "+storeID, err)
 		}
 		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM memories WHERE version_id = $1`, id).Scan(&n); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM memories WHERE id = (SELECT memory_id FROM memory_versions WHERE id = $1) AND version_id = $1`, id).Scan(&n); err != nil {
 			return mapErr("read memory of version "+id, err)
 		}
 		if n > 0 {

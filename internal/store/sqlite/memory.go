@@ -485,7 +485,7 @@ func (s *Store) RedactMemoryVersion(ctx context.Context, id string, by store.Mem
 	var out *store.MemoryVersion
 	err := s.inTx(ctx, func(tx *wtx) error {
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM memories WHERE version_id = ?`, id).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM memories WHERE id = (SELECT memory_id FROM memory_versions WHERE id = ?1) AND version_id = ?1`, id).Scan(&n); err != nil {
 			return fmt.Errorf("sqlite: read memory of version %q: %w", id, err)
 		}
 		if n > 0 {
