@@ -58,9 +58,16 @@ type ManagedSession struct {
 	StopReason   json.RawMessage
 	TerminatedAt *time.Time
 	ArchivedAt   *time.Time
-	Version      int64
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// Lineage: fork and rewind (issue 13). WorkspaceSeed is mutable through
+	// UpdateManagedSession; the rest is set by ForkManagedSession and
+	// RewindManagedSession.
+	Lineage SessionLineage
+	// ActiveSeconds is the sum of the session's finished and running turns'
+	// durations (derived from its runs).
+	ActiveSeconds float64
+	Version       int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // NewEvent is an event to append. ID is generated ("sevt_…") when empty.
@@ -108,12 +115,16 @@ type ListResourcesParams struct {
 	VaultID string
 	// Descending lists newest first.
 	Descending bool
+	// Abandoned branches are never listed with the sessions (they are
+	// listed by BranchStore.ListBranches).
 }
 
 // RunRow is the fact that a turn is running (seed 000: status is running
 // while the run row exists). At most one per session.
 type RunRow struct {
 	SessionID string
+	// RunID is the id of the turn's run record (seed 004).
+	RunID string
 	// TurnSeq is the Seq of the user event that started the turn.
 	TurnSeq int64
 	// Owner identifies the live turn: node id and boot id.

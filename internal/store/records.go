@@ -74,6 +74,11 @@ type Run struct {
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 	CompletedAt   *time.Time
+	// Usage is the turn's token usage (Managed Agents sessions); nil for
+	// runs that record none.
+	Usage json.RawMessage
+	// CheckpointID is the checkpoint the run ended at.
+	CheckpointID string
 }
 
 // CreateRunParams creates a run. ID is generated when empty.
@@ -116,6 +121,10 @@ type Checkpoint struct {
 	Source    CheckpointSource
 	State     SessionState
 	Metadata  json.RawMessage
+	// Workspace is the workspace snapshot taken at this boundary ("" when
+	// none was: the session had no sandbox, or it is not a Managed Agents
+	// session).
+	Workspace string
 	CreatedAt time.Time
 }
 

@@ -155,6 +155,8 @@ type CheckpointMeta struct {
 	StepCount int64
 	RunID     string
 	Metadata  json.RawMessage
+	// Workspace is the workspace snapshot taken at this boundary (issue 13).
+	Workspace string
 }
 
 // SaveAndPromoteParams is the one atomic primitive of seed 004 (invariant

@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Issue 13: one session model. A Managed Agents session is a seed-004
+// session — one row in sessions — and nothing else:
+//
+//   - its events are its messages: an event's Seq is the message seq, its
+//     type the message role, its id a column of the message row;
+//   - each turn is a run (runs): the running run is the run row of seed 000
+//     (its owner and lease), and a finished run keeps status, timing, usage
+//     and the checkpoint the turn ended at;
+//   - every step boundary is a checkpoint written in the same transaction as
+//     the step's events; a checkpoint names the workspace snapshot taken at
+//     that boundary (Checkpoint.Workspace);
+//   - fork copies a prefix of the log into a new session; rewind moves the
+//     session back and keeps what it cut off as an abandoned branch (a
+//     read-only session whose BranchOf names the session).
+//
+// BranchStore is implemented by both engines and joins Store once they do.
+
+// StepCommit appends a step's events and the checkpoint that closes the step
+// in ONE transaction: either both are stored or neither is.
+type StepCommit struct {
+	SessionID string
+	Events    []NewEvent
+	// Workspace is the workspace snapshot id taken right after the step ("",
+	// when the session has no sandbox yet: the empty workspace).
+	Workspace string
+}
+
+// EndTurn closes the session's running run in ONE transaction: the
+// session's stop reason, processed cursor and cumulative usage; the run's
+// status, completion time and usage; the tail events (ending with
+// session.status_idle); and a checkpoint after the last of them.
+type EndTurn struct {
+	SessionID string
+	// Owner must own the running run (ErrConflict otherwise; ErrNotFound
+	// when there is none).
+	Owner        string
+	Status       RunStatus // completed, failed or interrupted
+	Error        string
+	StopReason   json.RawMessage
+	ProcessedSeq int64 // the session's cursor becomes max(current, this)
+	// Usage is this turn's token usage (model.Usage JSON); the session's
+	// cumulative usage is the sum over its turns.
+	Usage     json.RawMessage
+	Events    []NewEvent
+	Workspace string
+}
+
+// ForkParams creates a new session from a prefix of another's log.
+type ForkParams struct {
+	FromID string
+	NewID  string // generated ("sesn_…") when empty
+	// AtSeq: events 1..AtSeq are copied with their ids, created_at and data;
+	// the checkpoints at or before AtSeq are copied too.
+	AtSeq int64
+	// Append is appended after the copied events in the same transaction
+	// (e.g. "not run" results and session.status_idle for a turn the fork
+	// cuts open), so the fork starts idle and consistent.
+	Append []NewEvent
+	// Workspace is the snapshot the fork's sandbox starts from.
+	Workspace string
+	Doc       json.RawMessage // nil: the source's document
+}
+
+// RewindParams moves a session back to AtSeq.
+type RewindParams struct {
+	SessionID string
+	AtSeq     int64
+	// BranchID names the abandoned branch (generated when empty): a new
+	// read-only session holding the whole log as it was before the rewind,
+	// its checkpoints, and the session's sandbox (SandboxID moves there).
+	BranchID string
+	Append   []NewEvent
+	// Workspace is the snapshot the session's next sandbox starts from.
+	Workspace string
+}
+
+// BranchStore holds the issue-13 operations of Managed Agents sessions.
+type BranchStore interface {
+	// CommitStep: see StepCommit. Unknown session → ErrNotFound.
+	CommitStep(ctx context.Context, p StepCommit) ([]SessionEvent, *Checkpoint, error)
+	// EndTurn: see EndTurn.
+	EndTurn(ctx context.Context, p EndTurn) ([]SessionEvent, *Checkpoint, error)
+	// ForkManagedSession: one transaction; ErrNotFound for an unknown
+	// source, ErrInvalid (wrapped with the reason) when AtSeq is outside
+	// 1..last seq.
+	ForkManagedSession(ctx context.Context, p ForkParams) (*ManagedSession, error)
+	// RewindManagedSession: one transaction; ErrConflict while a run is
+	// running (the caller interrupts first). Returns the session and the
+	// branch.
+	RewindManagedSession(ctx context.Context, p RewindParams) (session, branch *ManagedSession, err error)
+	// ListBranches lists the abandoned branches of a session, oldest first.
+	ListBranches(ctx context.Context, sessionID string) ([]*ManagedSession, error)
+	// ListRuns of a Managed Agents session are its turns (RunStore.ListRuns).
+	// ListWorkspaceSnapshots returns every workspace snapshot id a
+	// checkpoint or a session's WorkspaceSeed still names (the workspace
+	// GC keeps exactly these).
+	ListWorkspaceSnapshots(ctx context.Context) (map[string]bool, error)
+}
+
+// SessionLineage is how a session came to be (zero for a plain one).
+type SessionLineage struct {
+	// ForkedFrom and ForkedAtSeq: the session (and its event seq) this one
+	// was forked from.
+	ForkedFrom  string
+	ForkedAtSeq int64
+	// BranchOf: for an abandoned branch, the session it was cut from, and
+	// BranchAtSeq the seq that session went back to.
+	BranchOf    string
+	BranchAtSeq int64
+	// WorkspaceSeed is the workspace snapshot the session's next sandbox is
+	// created from ("" = empty workspace).
+	WorkspaceSeed string
+	BranchedAt    *time.Time
+}
