@@ -116,11 +116,11 @@ type Checkpoint struct {
 	MessageCount int64
 	// Version is the session version written by the transaction that created
 	// the checkpoint.
-	Version   int64
-	RunID     string
-	Source    CheckpointSource
-	State     SessionState
-	Metadata  json.RawMessage
+	Version  int64
+	RunID    string
+	Source   CheckpointSource
+	State    SessionState
+	Metadata json.RawMessage
 	// Workspace is the workspace snapshot taken at this boundary ("" when
 	// none was: the session had no sandbox, or it is not a Managed Agents
 	// session).
