@@ -84,6 +84,10 @@ type RewindParams struct {
 
 // BranchStore holds the issue-13 operations of Managed Agents sessions.
 type BranchStore interface {
+	// CreateManagedSessionWithEvents creates the session and appends its
+	// initial events in ONE transaction (an API create never leaves a
+	// session without them).
+	CreateManagedSessionWithEvents(ctx context.Context, s *ManagedSession, events []NewEvent) (*ManagedSession, []SessionEvent, error)
 	// CommitStep: see StepCommit. Unknown session → ErrNotFound.
 	CommitStep(ctx context.Context, p StepCommit) ([]SessionEvent, *Checkpoint, error)
 	// EndTurn: see EndTurn.
