@@ -21,13 +21,27 @@ import (
 //     session back and keeps what it cut off as an abandoned branch (a
 //     read-only session whose BranchOf names the session).
 //
-// BranchStore is implemented by both engines and joins Store once they do.
+// BranchStore is part of Store: both engines implement it, and the
+// contract suite (storetest) covers it. A Managed Agents session's turns
+// are RunStore.ListRuns, its step boundaries CheckpointStore.ListCheckpoints.
+
+// NewManagedSession is a session to create with what it starts with.
+type NewManagedSession struct {
+	Session   ManagedSession
+	Resources []*SessionResource
+	Events    []NewEvent
+}
 
 // StepCommit appends a step's events and the checkpoint that closes the step
 // in ONE transaction: either both are stored or neither is.
 type StepCommit struct {
 	SessionID string
-	Events    []NewEvent
+	// Owner must own the session's running run (ErrConflict otherwise,
+	// ErrNotFound when none runs); the checkpoint names that run.
+	Owner  string
+	Events []NewEvent
+	// Step is the turn's step the checkpoint closes (Checkpoint.StepCount).
+	Step int64
 	// Workspace is the workspace snapshot id taken right after the step ("",
 	// when the session has no sandbox yet: the empty workspace).
 	Workspace string
@@ -46,11 +60,13 @@ type EndTurn struct {
 	Error        string
 	StopReason   json.RawMessage
 	ProcessedSeq int64 // the session's cursor becomes max(current, this)
-	// Usage is this turn's token usage (model.Usage JSON); the session's
-	// cumulative usage is the sum over its turns.
-	Usage     json.RawMessage
-	Events    []NewEvent
-	Workspace string
+	// Usage is this turn's token usage (model.Usage JSON), kept on the run;
+	// SessionUsage, when set, is the session's new cumulative usage.
+	Usage        json.RawMessage
+	SessionUsage json.RawMessage
+	Events       []NewEvent
+	Step         int64
+	Workspace    string
 }
 
 // ForkParams creates a new session from a prefix of another's log.
@@ -67,6 +83,9 @@ type ForkParams struct {
 	// Workspace is the snapshot the fork's sandbox starts from.
 	Workspace string
 	Doc       json.RawMessage // nil: the source's document
+	// Resources are the fork's session resources (new ids, secrets sealed
+	// for them), created in the same transaction.
+	Resources []*SessionResource
 }
 
 // RewindParams moves a session back to AtSeq.
@@ -78,31 +97,39 @@ type RewindParams struct {
 	// its checkpoints, and the session's sandbox (SandboxID moves there).
 	BranchID string
 	Append   []NewEvent
-	// Workspace is the snapshot the session's next sandbox starts from.
-	Workspace string
+	// Workspace is the snapshot the session's next sandbox starts from;
+	// BranchWorkspace the branch's (the workspace as the cut-off timeline
+	// left it).
+	Workspace       string
+	BranchWorkspace string
 }
 
 // BranchStore holds the issue-13 operations of Managed Agents sessions.
 type BranchStore interface {
-	// CreateManagedSessionWithEvents creates the session and appends its
+	// CreateManagedSessionWith creates the session, its resources and its
 	// initial events in ONE transaction (an API create never leaves a
 	// session without them).
-	CreateManagedSessionWithEvents(ctx context.Context, s *ManagedSession, events []NewEvent) (*ManagedSession, []SessionEvent, error)
+	CreateManagedSessionWith(ctx context.Context, p NewManagedSession) (*ManagedSession, []SessionEvent, []*SessionResource, error)
 	// CommitStep: see StepCommit. Unknown session → ErrNotFound.
 	CommitStep(ctx context.Context, p StepCommit) ([]SessionEvent, *Checkpoint, error)
 	// EndTurn: see EndTurn.
 	EndTurn(ctx context.Context, p EndTurn) ([]SessionEvent, *Checkpoint, error)
 	// ForkManagedSession: one transaction; ErrNotFound for an unknown
 	// source, ErrInvalid (wrapped with the reason) when AtSeq is outside
-	// 1..last seq.
+	// 1..last seq. The fork starts with every event processed
+	// (ProcessedSeq is its last seq), no usage and no active time, and a
+	// checkpoint after its last event naming Workspace.
 	ForkManagedSession(ctx context.Context, p ForkParams) (*ManagedSession, error)
 	// RewindManagedSession: one transaction; ErrConflict while a run is
-	// running (the caller interrupts first). Returns the session and the
-	// branch.
+	// running (the caller interrupts first). The events after AtSeq, the
+	// checkpoints past it and the runs of the turns after it move to the
+	// branch; the op journal and partial model output of those turns are
+	// deleted (their positions will be used again). The session's sandbox
+	// is forgotten (SandboxID ""): its next one starts from Workspace.
+	// Returns the session and the branch.
 	RewindManagedSession(ctx context.Context, p RewindParams) (session, branch *ManagedSession, err error)
 	// ListBranches lists the abandoned branches of a session, oldest first.
 	ListBranches(ctx context.Context, sessionID string) ([]*ManagedSession, error)
-	// ListRuns of a Managed Agents session are its turns (RunStore.ListRuns).
 	// ListWorkspaceSnapshots returns every workspace snapshot id a
 	// checkpoint or a session's WorkspaceSeed still names (the workspace
 	// GC keeps exactly these).

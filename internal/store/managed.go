@@ -70,6 +70,11 @@ type ManagedSession struct {
 	UpdatedAt     time.Time
 }
 
+// EventUserInterrupt is the event type whose append also sets the
+// session's interrupt flag, in the same transaction (seed 004: the flag is
+// the durable fact a turn checks between its steps and at recovery).
+const EventUserInterrupt = "user.interrupt"
+
 // NewEvent is an event to append. ID is generated ("sevt_…") when empty.
 type NewEvent struct {
 	ID   string
@@ -141,8 +146,12 @@ type RunRow struct {
 	UpdatedAt       time.Time
 }
 
-// ManagedStore holds the Managed Agents resources.
+// ManagedStore holds the Managed Agents resources, sessions included: a
+// Managed Agents session is a seed-004 session (BranchStore holds its
+// step, turn, fork and rewind operations).
 type ManagedStore interface {
+	BranchStore
+
 	CreateAgent(ctx context.Context, a *Agent) (*Agent, error)
 	// UpdateAgent writes version expectedVersion+1 with doc; a stale
 	// expectedVersion → ErrVersionMismatch; archived → ErrConflict.
@@ -173,7 +182,9 @@ type ManagedStore interface {
 	DeleteManagedSession(ctx context.Context, id string) error
 
 	// AppendEvents appends in order, atomically, with dense Seq, and returns
-	// the stored events. Unknown session → ErrNotFound.
+	// the stored events; a user.interrupt among them sets the session's
+	// interrupt flag in the same transaction. Unknown session →
+	// ErrNotFound; an abandoned branch → ErrConflict.
 	AppendEvents(ctx context.Context, sessionID string, events []NewEvent) ([]SessionEvent, error)
 	// AppendEventsBatch appends each session's events as AppendEvents
 	// does (in order, dense Seq), all sessions in ONE transaction: all or

@@ -93,6 +93,9 @@ type CheckpointSource string
 const (
 	CheckpointSourceSave    CheckpointSource = "save"
 	CheckpointSourceStaging CheckpointSource = "staging"
+	// CheckpointSourceStep: a Managed Agents step or turn boundary
+	// (BranchStore.CommitStep, EndTurn), a fork's or a rewind's start.
+	CheckpointSourceStep CheckpointSource = "step"
 )
 
 // CreateSessionParams creates a session. Exactly one of N concurrent creators

@@ -13,7 +13,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
-const checkpointCols = `id, session_id, step_count, message_count, version, run_id, source, state, metadata, created_at`
+const checkpointCols = `id, session_id, step_count, message_count, version, run_id, source, state, metadata, workspace, created_at`
 
 func scanCheckpoint(row pgx.Row) (*store.Checkpoint, error) {
 	var (
@@ -22,7 +22,7 @@ func scanCheckpoint(row pgx.Row) (*store.Checkpoint, error) {
 		state, metadata []byte
 	)
 	if err := row.Scan(&c.ID, &c.SessionID, &c.StepCount, &c.MessageCount, &c.Version, &c.RunID,
-		&source, &state, &metadata, &c.CreatedAt); err != nil {
+		&source, &state, &metadata, &c.Workspace, &c.CreatedAt); err != nil {
 		return nil, err
 	}
 	c.Source = store.CheckpointSource(source)
@@ -51,10 +51,10 @@ func insertCheckpoint(ctx context.Context, tx pgx.Tx, r *sessionRow, meta store.
 		return nil, fmt.Errorf("%s: encode state: %w", op, err)
 	}
 	c, err := scanCheckpoint(tx.QueryRow(ctx, `INSERT INTO checkpoints
-		(id, session_id, step_count, message_count, version, run_id, source, state, metadata, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+checkpointCols,
+		(id, session_id, step_count, message_count, version, run_id, source, state, metadata, workspace, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING `+checkpointCols,
 		meta.ID, r.ID, meta.StepCount, r.messageCount, r.Version, meta.RunID, string(source),
-		string(state), metadata, now))
+		string(state), metadata, meta.Workspace, now))
 	if err != nil {
 		if isUniqueViolation(err) {
 			return nil, fmt.Errorf("%s: %w", op, store.ErrAlreadyExists)

@@ -12,7 +12,7 @@ import (
 // lead folds it into storetest.Exercise.
 func TestManagedBatchContract(t *testing.T) {
 	testURL(t)
-	storetest.ExerciseManagedBatch(context.Background(), t, func(t *testing.T) store.ManagedStore {
+	storetest.ExerciseManagedBatch(context.Background(), t, func(t *testing.T) store.Store {
 		return openTest(t)
 	})
 }

@@ -61,27 +61,54 @@ func (s *Store) AppendEvents(ctx context.Context, sessionID string, events []sto
 	return out, nil
 }
 
-// appendEventsTx appends one session's validated events within tx.
+// appendEventsTx appends one session's validated events within tx. The
+// UPDATE advances message_count by the whole batch (taking the session
+// row's lock, so concurrent appenders queue) and moves the version once:
+// an append is one modification (seed 004).
 func (s *Store) appendEventsTx(ctx context.Context, tx pgx.Tx, now time.Time, sessionID string, b eventBatch) ([]store.SessionEvent, error) {
 	n := int64(len(b.ids))
-	var last int64
-	err := tx.QueryRow(ctx, `UPDATE managed_sessions SET last_seq = last_seq + $2 WHERE id = $1 RETURNING last_seq`,
-		sessionID, n).Scan(&last)
+	var (
+		last     int64
+		branchOf string
+	)
+	err := tx.QueryRow(ctx, `UPDATE sessions SET message_count = message_count + $2, version = version + 1,
+		updated_at = $3 WHERE id = $1 AND kind = 'managed' RETURNING message_count, branch_of`,
+		sessionID, n, now).Scan(&last, &branchOf)
 	if err != nil {
 		return nil, mapErr("append events to session "+sessionID, err)
 	}
+	if branchOf != "" {
+		return nil, fmt.Errorf("session %s is an abandoned branch of %s and takes no events: %w", sessionID, branchOf, store.ErrConflict)
+	}
+	return insertEvents(ctx, tx, now, sessionID, last-n, b)
+}
+
+// insertEvents inserts b as the session's messages last+1, last+2, …
+// (the caller has advanced message_count).
+func insertEvents(ctx context.Context, tx pgx.Tx, now time.Time, sessionID string, last int64, b eventBatch) ([]store.SessionEvent, error) {
+	n := int64(len(b.ids))
 	out := make([]store.SessionEvent, n)
 	if n == 0 {
 		return out, nil
 	}
-	first := last - n + 1
+	for _, typ := range b.types {
+		if typ == store.EventUserInterrupt {
+			// The flag is the durable fact of the interrupt (seed 004),
+			// written with the event.
+			if _, err := tx.Exec(ctx, `UPDATE sessions SET interrupt_set = true, interrupt_reason = $2,
+				interrupt_set_at = $3 WHERE id = $1`, sessionID, store.EventUserInterrupt, now); err != nil {
+				return nil, mapErr("set interrupt flag of session "+sessionID, err)
+			}
+			break
+		}
+	}
 	seqs := make([]int64, n)
 	for i := range seqs {
-		seqs[i] = first + int64(i)
+		seqs[i] = last + 1 + int64(i)
 		out[i] = store.SessionEvent{SessionID: sessionID, Seq: seqs[i], ID: b.ids[i], Type: b.types[i],
 			Data: []byte(b.data[i]), CreatedAt: now}
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO session_events (session_id, seq, id, type, data, created_at)
+	_, err := tx.Exec(ctx, `INSERT INTO messages (session_id, seq, event_id, role, content, created_at)
 		SELECT $1, u.seq, u.id, u.type, u.data::json, $6
 		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[]) AS u(seq, id, type, data)`,
 		sessionID, seqs, b.ids, b.types, b.data, now)
@@ -106,9 +133,9 @@ func (s *Store) ListEvents(ctx context.Context, p store.ListEventsParams) ([]sto
 	if types == nil {
 		types = []string{}
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+eventCols+` FROM session_events
+	rows, err := s.pool.Query(ctx, `SELECT `+eventCols+` FROM messages
 		WHERE session_id = $1 AND seq > $2 AND ($3::bigint <= 0 OR seq < $3)
-		  AND (cardinality($4::text[]) = 0 OR type = ANY($4))
+		  AND (cardinality($4::text[]) = 0 OR role = ANY($4))
 		ORDER BY seq LIMIT $5`, p.SessionID, p.AfterSeq, p.BeforeSeq, types, limit)
 	if err != nil {
 		return nil, mapErr("list events of session "+p.SessionID, err)
@@ -125,8 +152,8 @@ func (s *Store) ListEvents(ctx context.Context, p store.ListEventsParams) ([]sto
 
 // GetEvent returns the session's event with that id or ErrNotFound.
 func (s *Store) GetEvent(ctx context.Context, sessionID, eventID string) (*store.SessionEvent, error) {
-	ev, err := scanEvent(s.pool.QueryRow(ctx, `SELECT `+eventCols+` FROM session_events
-		WHERE session_id = $1 AND id = $2`, sessionID, eventID))
+	ev, err := scanEvent(s.pool.QueryRow(ctx, `SELECT `+eventCols+` FROM messages
+		WHERE session_id = $1 AND event_id = $2 AND event_id <> ''`, sessionID, eventID))
 	if err != nil {
 		return nil, mapErr(fmt.Sprintf("session %s: event %s", sessionID, eventID), err)
 	}
@@ -137,7 +164,7 @@ func (s *Store) GetEvent(ctx context.Context, sessionID, eventID string) (*store
 // because Seq is dense.
 func (s *Store) LastEventSeq(ctx context.Context, sessionID string) (int64, error) {
 	var last int64
-	err := s.pool.QueryRow(ctx, `SELECT last_seq FROM managed_sessions WHERE id = $1`, sessionID).Scan(&last)
+	err := s.pool.QueryRow(ctx, `SELECT message_count FROM sessions WHERE id = $1 AND kind = 'managed'`, sessionID).Scan(&last)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
 	}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,11 +13,18 @@ import (
 const (
 	agentCols       = `id, tenant_id, version, doc, archived_at, created_at, updated_at`
 	environmentCols = `id, tenant_id, doc, archived_at, created_at, updated_at`
-	mSessionCols    = `id, tenant_id, agent_id, agent_version, environment_id, doc, sandbox_id, usage,
-	processed_seq, stop_reason, terminated_at, archived_at, version, created_at, updated_at`
-	eventCols  = `session_id, seq, id, type, data, created_at`
-	runRowCols = `session_id, turn_seq, owner, lease_expires_at, recovering, recovery_attempts,
-	last_progress_seq, started_at, updated_at`
+	// mSessionCols read a Managed Agents session from sessions s, with the
+	// start of its running turn (if any) from the live run r.
+	mSessionCols = `s.id, s.tenant_id, s.agent_id, s.agent_version, s.environment_id, s.doc, s.sandbox_id,
+	s.usage, s.processed_seq, s.stop_reason, s.terminated_at, s.archived_at, s.forked_from, s.forked_at_seq,
+	s.branch_of, s.branch_at_seq, s.workspace_seed, s.branched_at, s.active_us, r.created_at,
+	s.version, s.created_at, s.updated_at`
+	mSessionFrom = ` FROM sessions s LEFT JOIN runs r
+	ON r.session_id = s.id AND r.status = 'running' AND r.owner <> ''`
+	// eventCols read an event from its message row.
+	eventCols  = `session_id, seq, event_id, role, content, created_at`
+	runRowCols = `session_id, id, turn_seq, owner, lease_expires_at, recovering, recovery_attempts,
+	last_progress_seq, created_at, updated_at`
 )
 
 func scanAgent(row pgx.Row) (*store.Agent, error) {
@@ -47,17 +55,28 @@ func scanEnvironment(row pgx.Row) (*store.Environment, error) {
 	return &e, nil
 }
 
-func scanManagedSession(row pgx.Row) (*store.ManagedSession, error) {
+// scanManagedSession reads mSessionCols. now is the store's clock: a
+// running turn counts toward ActiveSeconds up to it.
+func scanManagedSession(row pgx.Row, now time.Time) (*store.ManagedSession, error) {
 	var (
 		m                      store.ManagedSession
 		doc, usage, stopReason []byte
+		activeUS               int64
+		running                *time.Time
 	)
+	l := &m.Lineage
 	if err := row.Scan(&m.ID, &m.TenantID, &m.AgentID, &m.AgentVersion, &m.EnvironmentID, &doc, &m.SandboxID,
-		&usage, &m.ProcessedSeq, &stopReason, &m.TerminatedAt, &m.ArchivedAt, &m.Version, &m.CreatedAt, &m.UpdatedAt); err != nil {
+		&usage, &m.ProcessedSeq, &stopReason, &m.TerminatedAt, &m.ArchivedAt, &l.ForkedFrom, &l.ForkedAtSeq,
+		&l.BranchOf, &l.BranchAtSeq, &l.WorkspaceSeed, &l.BranchedAt, &activeUS, &running,
+		&m.Version, &m.CreatedAt, &m.UpdatedAt); err != nil {
 		return nil, err
 	}
 	m.Doc, m.Usage, m.StopReason = rawOrNil(doc), rawOrNil(usage), rawOrNil(stopReason)
-	m.TerminatedAt, m.ArchivedAt = utcPtr(m.TerminatedAt), utcPtr(m.ArchivedAt)
+	m.TerminatedAt, m.ArchivedAt, l.BranchedAt = utcPtr(m.TerminatedAt), utcPtr(m.ArchivedAt), utcPtr(l.BranchedAt)
+	if running != nil && now.After(*running) {
+		activeUS += now.Sub(*running).Microseconds()
+	}
+	m.ActiveSeconds = float64(activeUS) / 1e6
 	m.CreatedAt, m.UpdatedAt = m.CreatedAt.UTC(), m.UpdatedAt.UTC()
 	return &m, nil
 }
@@ -77,11 +96,14 @@ func scanEvent(row pgx.Row) (store.SessionEvent, error) {
 
 func scanRunRow(row pgx.Row) (*store.RunRow, error) {
 	var r store.RunRow
-	if err := row.Scan(&r.SessionID, &r.TurnSeq, &r.Owner, &r.LeaseExpiresAt, &r.Recovering, &r.RecoveryAttempts,
+	var lease *time.Time
+	if err := row.Scan(&r.SessionID, &r.RunID, &r.TurnSeq, &r.Owner, &lease, &r.Recovering, &r.RecoveryAttempts,
 		&r.LastProgressSeq, &r.StartedAt, &r.UpdatedAt); err != nil {
 		return nil, err
 	}
-	r.LeaseExpiresAt = r.LeaseExpiresAt.UTC()
+	if lease != nil {
+		r.LeaseExpiresAt = lease.UTC()
+	}
 	r.StartedAt, r.UpdatedAt = r.StartedAt.UTC(), r.UpdatedAt.UTC()
 	return &r, nil
 }
@@ -103,6 +125,13 @@ func collect[T any](rows pgx.Rows, what string, scan func(pgx.Row) (T, error)) (
 // of its three $N parameters (the caller's own come before); it returns the
 // WHERE fragment, the ORDER BY … LIMIT tail and their arguments.
 func resourcePage(p store.ListResourcesParams, first int) (where, tail string, args []any) {
+	return resourcePageOf("id", p, first)
+}
+
+// resourcePageOf is resourcePage over the id expression col (e.g.
+// `s.id COLLATE "C"` for sessions, whose id column has the database's
+// collation).
+func resourcePageOf(col string, p store.ListResourcesParams, first int) (where, tail string, args []any) {
 	var limit *int
 	if p.Limit > 0 {
 		limit = &p.Limit
@@ -111,7 +140,7 @@ func resourcePage(p store.ListResourcesParams, first int) (where, tail string, a
 	if p.Descending {
 		dir = "DESC"
 	}
-	where = fmt.Sprintf(` AND ($%[1]d::text = '' OR id > $%[1]d) AND ($%[2]d::text = '' OR id < $%[2]d)`, first, first+1)
-	tail = fmt.Sprintf(` ORDER BY id %s LIMIT $%d`, dir, first+2)
+	where = fmt.Sprintf(` AND ($%[1]d::text = '' OR %[3]s > $%[1]d) AND ($%[2]d::text = '' OR %[3]s < $%[2]d)`, first, first+1, col)
+	tail = fmt.Sprintf(` ORDER BY %s %s LIMIT $%d`, col, dir, first+2)
 	return where, tail, []any{p.AfterID, p.BeforeID, limit}
 }

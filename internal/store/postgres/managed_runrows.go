@@ -4,44 +4,73 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentkernel/agentkernel/internal/ids"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
-// InsertRunRow creates the session's run row. The primary key on
-// session_id is the turn lock: of racing inserters exactly one gets the
-// row (ON CONFLICT waits for an in-flight insert, then does nothing). Zero
-// StartedAt becomes now; UpdatedAt is StartedAt.
+// The run row of seed 000 is the session's running run with an owner: a
+// row of runs (one per turn, kept when the turn ends) whose status is
+// running. The unique index runs_live_idx (session, while running and
+// owned) is the turn lock.
+
+// liveRun selects a session's run row.
+const liveRun = ` FROM runs WHERE session_id = $1 AND status = 'running' AND owner <> ''`
+
+// InsertRunRow creates the turn's run (RunID, or a new id) in status
+// running. Inserters of one session queue on its row lock (taken by the
+// run_count update), then find the live run of the winner: exactly one
+// gets the row. Zero StartedAt becomes now; UpdatedAt is StartedAt.
 func (s *Store) InsertRunRow(ctx context.Context, r *store.RunRow) (*store.RunRow, error) {
 	if r.Owner == "" {
 		return nil, fmt.Errorf("run row of session %s: Owner is empty: %w", r.SessionID, store.ErrInvalid)
+	}
+	id := r.RunID
+	if id == "" {
+		id = ids.New("run")
 	}
 	started := r.StartedAt
 	if started.IsZero() {
 		started = s.clock()
 	}
-	out, err := scanRunRow(s.pool.QueryRow(ctx, `INSERT INTO run_rows
-		(session_id, turn_seq, owner, lease_expires_at, recovering, recovery_attempts, last_progress_seq,
-		 started_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
-		ON CONFLICT (session_id) DO NOTHING RETURNING `+runRowCols,
-		r.SessionID, r.TurnSeq, r.Owner, r.LeaseExpiresAt, r.Recovering, r.RecoveryAttempts,
-		r.LastProgressSeq, started))
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil, fmt.Errorf("session %s already has a run row: %w", r.SessionID, store.ErrAlreadyExists)
-	case pgCode(err) == codeForeignKeyViolation:
-		return nil, fmt.Errorf("insert run row: session %s: %w", r.SessionID, store.ErrNotFound)
-	case err != nil:
-		return nil, mapErr("insert run row of session "+r.SessionID, err)
-	}
-	return out, nil
+	var out *store.RunRow
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var seq int64
+		err := tx.QueryRow(ctx, `UPDATE sessions SET run_count = run_count + 1 WHERE id = $1 AND kind = 'managed'
+			RETURNING run_count`, r.SessionID).Scan(&seq)
+		if err != nil {
+			return mapErr("insert run row: session "+r.SessionID, err)
+		}
+		var busy bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1`+liveRun+`)`, r.SessionID).Scan(&busy); err != nil {
+			return mapErr("insert run row of session "+r.SessionID, err)
+		}
+		if busy {
+			return fmt.Errorf("session %s already has a run row: %w", r.SessionID, store.ErrAlreadyExists)
+		}
+		out, err = scanRunRow(tx.QueryRow(ctx, `INSERT INTO runs
+			(id, session_id, seq, status, start_sequence, turn_seq, owner, lease_expires_at, recovering,
+			 recovery_attempts, last_progress_seq, created_at, updated_at)
+			VALUES ($1, $2, $3, 'running', $4, $4, $5, $6, $7, $8, $9, $10, $10) RETURNING `+runRowCols,
+			id, r.SessionID, seq, r.TurnSeq, r.Owner, r.LeaseExpiresAt, r.Recovering, r.RecoveryAttempts,
+			r.LastProgressSeq, started))
+		if isUniqueViolation(err) {
+			return fmt.Errorf("session %s already has a run row (or run %s exists): %w", r.SessionID, id, store.ErrAlreadyExists)
+		}
+		if err != nil {
+			return mapErr("insert run row of session "+r.SessionID, err)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // GetRunRow returns the session's run row or ErrNotFound.
 func (s *Store) GetRunRow(ctx context.Context, sessionID string) (*store.RunRow, error) {
-	r, err := scanRunRow(s.pool.QueryRow(ctx, `SELECT `+runRowCols+` FROM run_rows WHERE session_id = $1`, sessionID))
+	r, err := scanRunRow(s.pool.QueryRow(ctx, `SELECT `+runRowCols+liveRun, sessionID))
 	if err != nil {
 		return nil, mapErr("run row of session "+sessionID, err)
 	}
@@ -56,9 +85,10 @@ func (s *Store) UpdateRunRow(ctx context.Context, r *store.RunRow, expectedOwner
 	if r.Owner == "" {
 		return nil, fmt.Errorf("run row of session %s: Owner is empty: %w", r.SessionID, store.ErrInvalid)
 	}
-	out, err := scanRunRow(s.pool.QueryRow(ctx, `UPDATE run_rows SET
+	out, err := scanRunRow(s.pool.QueryRow(ctx, `UPDATE runs SET
 		owner = $3, lease_expires_at = $4, recovering = $5, recovery_attempts = $6, last_progress_seq = $7,
-		updated_at = $8 WHERE session_id = $1 AND owner = $2 RETURNING `+runRowCols,
+		updated_at = $8 WHERE session_id = $1 AND status = 'running' AND owner = $2 AND owner <> ''
+		RETURNING `+runRowCols,
 		r.SessionID, expectedOwner, r.Owner, r.LeaseExpiresAt, r.Recovering, r.RecoveryAttempts,
 		r.LastProgressSeq, s.clock()))
 	if err == nil {
@@ -67,35 +97,60 @@ func (s *Store) UpdateRunRow(ctx context.Context, r *store.RunRow, expectedOwner
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, mapErr("update run row of session "+r.SessionID, err)
 	}
-	return nil, s.runRowMiss(ctx, r.SessionID, expectedOwner)
+	return nil, runRowMiss(ctx, s.pool, r.SessionID, expectedOwner)
 }
 
 // runRowMiss tells why a write conditioned on (session, owner) matched
 // nothing: no run row, or another owner's.
-func (s *Store) runRowMiss(ctx context.Context, sessionID, expectedOwner string) error {
+func runRowMiss(ctx context.Context, q querier, sessionID, expectedOwner string) error {
 	var owner string
-	err := s.pool.QueryRow(ctx, `SELECT owner FROM run_rows WHERE session_id = $1`, sessionID).Scan(&owner)
+	err := q.QueryRow(ctx, `SELECT owner`+liveRun, sessionID).Scan(&owner)
 	if err != nil {
 		return mapErr("run row of session "+sessionID, err)
 	}
 	return fmt.Errorf("run row of session %s is owned by %q, not %q: %w", sessionID, owner, expectedOwner, store.ErrConflict)
 }
 
-// DeleteRunRow deletes the row if owner holds it.
+// DeleteRunRow ends the session's running run if owner holds it: the run
+// stops running (its record stays, failed) and its time joins the
+// session's active time.
 func (s *Store) DeleteRunRow(ctx context.Context, sessionID, owner string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM run_rows WHERE session_id = $1 AND owner = $2`, sessionID, owner)
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		_, err := s.closeRunTx(ctx, tx, sessionID, owner, store.RunFailed, "the turn ended without its closing write", nil, "")
+		return err
+	})
+}
+
+// closeRunTx ends the session's running run owned by owner: status,
+// error, usage and checkpoint on the run, its duration added to the
+// session's active time. It returns the run's id.
+func (s *Store) closeRunTx(ctx context.Context, tx pgx.Tx, sessionID, owner string, status store.RunStatus, errText string, usage any, checkpoint string) (string, error) {
+	now := s.clock()
+	var (
+		id      string
+		started time.Time
+	)
+	err := tx.QueryRow(ctx, `UPDATE runs SET status = $3, error = $4, usage = $5, checkpoint_id = $6,
+		completed_at = $7, updated_at = $7
+		WHERE session_id = $1 AND status = 'running' AND owner = $2 AND owner <> '' RETURNING id, created_at`,
+		sessionID, owner, string(status), errText, usage, checkpoint, now).Scan(&id, &started)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", runRowMiss(ctx, tx, sessionID, owner)
+	}
 	if err != nil {
-		return mapErr("delete run row of session "+sessionID, err)
+		return "", mapErr("end run of session "+sessionID, err)
 	}
-	if tag.RowsAffected() > 0 {
-		return nil
+	if _, err := tx.Exec(ctx, `UPDATE sessions SET active_us = active_us + $2 WHERE id = $1`,
+		sessionID, max(0, now.Sub(started).Microseconds())); err != nil {
+		return "", mapErr("active time of session "+sessionID, err)
 	}
-	return s.runRowMiss(ctx, sessionID, owner)
+	return id, nil
 }
 
 // ListRunRows lists every tenant's run rows by session id.
 func (s *Store) ListRunRows(ctx context.Context) ([]*store.RunRow, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+runRowCols+` FROM run_rows ORDER BY session_id`)
+	rows, err := s.pool.Query(ctx, `SELECT `+runRowCols+` FROM runs
+		WHERE status = 'running' AND owner <> '' ORDER BY session_id COLLATE "C"`)
 	if err != nil {
 		return nil, mapErr("list run rows", err)
 	}

@@ -2,8 +2,8 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -39,16 +39,30 @@ func validateManagedSession(m *store.ManagedSession) (mSessionArgs, error) {
 	return a, nil
 }
 
+// A Managed Agents session is a row of sessions with kind 'managed' (one
+// session model, issue 13); message_count is its event counter.
+
 // CreateManagedSession inserts a session at version 1 with no events. Zero
 // CreatedAt becomes now; zero UpdatedAt becomes CreatedAt.
 func (s *Store) CreateManagedSession(ctx context.Context, m *store.ManagedSession) (*store.ManagedSession, error) {
-	in := *m
+	out, _, _, err := s.CreateManagedSessionWith(ctx, store.NewManagedSession{Session: *m})
+	return out, err
+}
+
+// CreateManagedSessionWith implements store.BranchStore: the session row,
+// its resources and its initial events in one transaction.
+func (s *Store) CreateManagedSessionWith(ctx context.Context, p store.NewManagedSession) (*store.ManagedSession, []store.SessionEvent, []*store.SessionResource, error) {
+	in := p.Session
 	if in.ID == "" {
 		in.ID = ids.New("sesn")
 	}
 	a, err := validateManagedSession(&in)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
+	}
+	b, err := validateEvents(in.ID, p.Events)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	if in.CreatedAt.IsZero() {
 		in.CreatedAt = s.clock()
@@ -56,82 +70,129 @@ func (s *Store) CreateManagedSession(ctx context.Context, m *store.ManagedSessio
 	if in.UpdatedAt.IsZero() {
 		in.UpdatedAt = in.CreatedAt
 	}
-	out, err := scanManagedSession(s.pool.QueryRow(ctx, `INSERT INTO managed_sessions
-		(id, tenant_id, agent_id, agent_version, environment_id, doc, sandbox_id, usage,
-		 processed_seq, stop_reason, terminated_at, archived_at, last_seq, version, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 0, 1, $13, $14) RETURNING `+mSessionCols,
-		in.ID, in.TenantID, in.AgentID, in.AgentVersion, in.EnvironmentID, a.doc, in.SandboxID, a.usage,
-		in.ProcessedSeq, a.stopReason, in.TerminatedAt, in.ArchivedAt, in.CreatedAt, in.UpdatedAt))
-	if err != nil {
-		if isUniqueViolation(err) {
-			return nil, fmt.Errorf("create session %s: %w", in.ID, store.ErrAlreadyExists)
+	var (
+		out *store.ManagedSession
+		evs []store.SessionEvent
+		rs  []*store.SessionResource
+	)
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO sessions
+			(id, tenant_id, kind, status, version, custom_state, runtime, agent_id, agent_version, environment_id,
+			 doc, sandbox_id, usage, processed_seq, stop_reason, terminated_at, archived_at, workspace_seed,
+			 message_count, created_at, updated_at)
+			VALUES ($1, $2, 'managed', 'active', 1, '{}', '{}', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+			 $14, $15, $16)
+			ON CONFLICT DO NOTHING`,
+			in.ID, in.TenantID, in.AgentID, in.AgentVersion, in.EnvironmentID, a.doc, in.SandboxID, a.usage,
+			in.ProcessedSeq, a.stopReason, in.TerminatedAt, in.ArchivedAt, in.Lineage.WorkspaceSeed,
+			len(b.ids), in.CreatedAt, in.UpdatedAt)
+		if err != nil {
+			return mapErr("create session "+in.ID, err)
 		}
-		return nil, mapErr("create session "+in.ID, err)
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("create session %s: %w", in.ID, store.ErrAlreadyExists)
+		}
+		if evs, err = insertEvents(ctx, tx, s.clock(), in.ID, 0, b); err != nil {
+			return err
+		}
+		if rs, err = s.createResourcesTx(ctx, tx, p.Resources); err != nil {
+			return err
+		}
+		out, err = getManagedSession(ctx, tx, in.ID, s.clock())
+		return err
+	})
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	return out, nil
+	return out, evs, rs, nil
 }
 
-// GetManagedSession returns the session or ErrNotFound.
-func (s *Store) GetManagedSession(ctx context.Context, id string) (*store.ManagedSession, error) {
-	m, err := scanManagedSession(s.pool.QueryRow(ctx, `SELECT `+mSessionCols+` FROM managed_sessions WHERE id = $1`, id))
+// getManagedSession reads one Managed Agents session (a branch too).
+func getManagedSession(ctx context.Context, q querier, id string, now time.Time) (*store.ManagedSession, error) {
+	m, err := scanManagedSession(q.QueryRow(ctx, `SELECT `+mSessionCols+mSessionFrom+`
+		WHERE s.id = $1 AND s.kind = 'managed'`, id), now)
 	if err != nil {
 		return nil, mapErr("session "+id, err)
 	}
 	return m, nil
 }
 
+// GetManagedSession returns the session or ErrNotFound.
+func (s *Store) GetManagedSession(ctx context.Context, id string) (*store.ManagedSession, error) {
+	return getManagedSession(ctx, s.pool, id, s.clock())
+}
+
 // UpdateManagedSession is one compare-and-set UPDATE: under READ COMMITTED
 // a concurrent writer waits for the row lock and re-checks the version
-// against the committed row, so exactly one writer per version wins.
-// AppendEvents only moves last_seq, so it never makes this fail.
+// against the committed row, so exactly one writer per version wins. Every
+// modification of the session bumps the version (seed 004), appended
+// events included: a writer that lost the race re-reads and retries.
 func (s *Store) UpdateManagedSession(ctx context.Context, m *store.ManagedSession) (*store.ManagedSession, error) {
 	a, err := validateManagedSession(m)
 	if err != nil {
 		return nil, err
 	}
-	out, err := scanManagedSession(s.pool.QueryRow(ctx, `UPDATE managed_sessions SET
-		doc = $3, sandbox_id = $4, usage = $5, processed_seq = $6, stop_reason = $7,
-		terminated_at = $8, archived_at = $9, version = version + 1, updated_at = $10
-		WHERE id = $1 AND version = $2 RETURNING `+mSessionCols,
-		m.ID, m.Version, a.doc, m.SandboxID, a.usage, m.ProcessedSeq, a.stopReason,
-		m.TerminatedAt, m.ArchivedAt, s.clock()))
-	if err == nil {
-		return out, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, mapErr("update session "+m.ID, err)
-	}
-	// No row matched: tell a missing session from a stale version.
-	var current int64
-	if err := s.pool.QueryRow(ctx, `SELECT version FROM managed_sessions WHERE id = $1`, m.ID).Scan(&current); err != nil {
-		return nil, mapErr("update session "+m.ID, err)
-	}
-	return nil, fmt.Errorf("update session %s: expected version %d, current version %d: %w",
-		m.ID, m.Version, current, store.ErrVersionMismatch)
+	var out *store.ManagedSession
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		now := s.clock()
+		tag, err := tx.Exec(ctx, `UPDATE sessions SET
+			doc = $3, sandbox_id = $4, usage = $5, processed_seq = $6, stop_reason = $7,
+			terminated_at = $8, archived_at = $9, workspace_seed = $10, version = version + 1, updated_at = $11
+			WHERE id = $1 AND kind = 'managed' AND version = $2`,
+			m.ID, m.Version, a.doc, m.SandboxID, a.usage, m.ProcessedSeq, a.stopReason,
+			m.TerminatedAt, m.ArchivedAt, m.Lineage.WorkspaceSeed, now)
+		if err != nil {
+			return mapErr("update session "+m.ID, err)
+		}
+		if tag.RowsAffected() == 1 {
+			out, err = getManagedSession(ctx, tx, m.ID, now)
+			return err
+		}
+		// No row matched: tell a missing session from a stale version.
+		var current int64
+		if err := tx.QueryRow(ctx, `SELECT version FROM sessions WHERE id = $1 AND kind = 'managed'`, m.ID).Scan(&current); err != nil {
+			return mapErr("update session "+m.ID, err)
+		}
+		return fmt.Errorf("update session %s: expected version %d, current version %d: %w",
+			m.ID, m.Version, current, store.ErrVersionMismatch)
+	})
+	return out, err
 }
 
 // ListManagedSessions pages through a tenant's sessions by id, optionally
-// of one agent.
+// of one agent. Abandoned branches are not listed (ListBranches lists them).
 func (s *Store) ListManagedSessions(ctx context.Context, p store.ListResourcesParams) ([]*store.ManagedSession, error) {
-	where, tail, page := resourcePage(p, 4)
-	rows, err := s.pool.Query(ctx, `SELECT `+mSessionCols+` FROM managed_sessions
-		WHERE tenant_id = $1 AND ($2::text = '' OR agent_id = $2) AND ($3::boolean OR archived_at IS NULL)`+where+tail,
+	where, tail, page := resourcePageOf(`s.id COLLATE "C"`, p, 4)
+	rows, err := s.pool.Query(ctx, `SELECT `+mSessionCols+mSessionFrom+`
+		WHERE s.kind = 'managed' AND s.branch_of = '' AND s.tenant_id = $1 AND ($2::text = '' OR s.agent_id = $2)
+		  AND ($3::boolean OR s.archived_at IS NULL)`+where+tail,
 		append([]any{p.TenantID, p.AgentID, p.IncludeArchived}, page...)...)
 	if err != nil {
 		return nil, mapErr("list sessions", err)
 	}
-	return collect(rows, "sessions", scanManagedSession)
+	now := s.clock()
+	return collect(rows, "sessions", func(r pgx.Row) (*store.ManagedSession, error) { return scanManagedSession(r, now) })
 }
 
-// DeleteManagedSession removes the session; ON DELETE CASCADE removes its
-// events and run row in the same statement.
+// DeleteManagedSession removes the session, its abandoned branches and its
+// resources in one transaction; ON DELETE CASCADE removes their events
+// (messages), runs and checkpoints.
 func (s *Store) DeleteManagedSession(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM managed_sessions WHERE id = $1`, id)
-	if err != nil {
-		return mapErr("delete session "+id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("delete session %s: %w", id, store.ErrNotFound)
-	}
-	return nil
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = $1 AND kind = 'managed'`, id)
+		if err != nil {
+			return mapErr("delete session "+id, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("delete session %s: %w", id, store.ErrNotFound)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM session_resources WHERE session_id = $1
+			OR session_id IN (SELECT id COLLATE "C" FROM sessions WHERE branch_of = $1)`, id); err != nil {
+			return mapErr("delete resources of session "+id, err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE branch_of = $1`, id); err != nil {
+			return mapErr("delete branches of session "+id, err)
+		}
+		return nil
+	})
 }

@@ -12,7 +12,7 @@ import (
 // into storetest.Exercise; every subtest gets its own fresh schema.
 func TestManagedContract(t *testing.T) {
 	testURL(t)
-	storetest.ExerciseManaged(context.Background(), t, func(t *testing.T) store.ManagedStore {
+	storetest.ExerciseManaged(context.Background(), t, func(t *testing.T) store.Store {
 		return openTest(t)
 	})
 }

@@ -126,5 +126,6 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		s.log.Info("postgres: applied migration", "version", m.version, "name", m.name)
 	}
-	return nil
+	// Still under the lock: two nodes never move the same session.
+	return s.migrateSessions(ctx, conn.Conn())
 }

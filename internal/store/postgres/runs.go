@@ -11,20 +11,22 @@ import (
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
-const runCols = `id, session_id, seq, status, start_sequence, error, metadata, created_at, updated_at, completed_at`
+const runCols = `id, session_id, seq, status, start_sequence, error, metadata, created_at, updated_at, completed_at,
+	usage, checkpoint_id`
 
 func scanRun(row pgx.Row) (*store.Run, error) {
 	var (
 		r        store.Run
 		status   string
 		metadata []byte
+		usage    []byte
 	)
 	if err := row.Scan(&r.ID, &r.SessionID, &r.Seq, &status, &r.StartSequence, &r.Error, &metadata,
-		&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt); err != nil {
+		&r.CreatedAt, &r.UpdatedAt, &r.CompletedAt, &usage, &r.CheckpointID); err != nil {
 		return nil, err
 	}
 	r.Status = store.RunStatus(status)
-	r.Metadata = rawOrNil(metadata)
+	r.Metadata, r.Usage = rawOrNil(metadata), rawOrNil(usage)
 	r.CreatedAt, r.UpdatedAt, r.CompletedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC(), utcPtr(r.CompletedAt)
 	return &r, nil
 }

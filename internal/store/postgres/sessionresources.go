@@ -31,40 +31,53 @@ func scanSessionResource(row pgx.Row) (*store.SessionResource, error) {
 func (s *Store) CreateSessionResources(ctx context.Context, rs []*store.SessionResource) ([]*store.SessionResource, error) {
 	var out []*store.SessionResource
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		out = nil
-		now := s.clock()
-		for _, r := range rs {
-			in := *r
-			if in.ID == "" {
-				in.ID = ids.New("sesrsc")
-			}
-			doc, err := objectArg("session resource "+in.ID+": Doc", in.Doc)
-			if err != nil {
-				return err
-			}
-			if in.CreatedAt.IsZero() {
-				in.CreatedAt = now
-			}
-			if in.UpdatedAt.IsZero() {
-				in.UpdatedAt = in.CreatedAt
-			}
-			row, err := scanSessionResource(tx.QueryRow(ctx, `INSERT INTO session_resources
-				(`+sessionResourceCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $10) RETURNING `+sessionResourceCols,
-				in.ID, in.TenantID, in.SessionID, in.Kind, in.MountPath, doc, in.Secret, in.KeyID, in.CreatedAt, in.UpdatedAt))
-			switch {
-			case isUniqueViolation(err):
-				return fmt.Errorf("session %s: mount path %q is taken by another resource: %w", in.SessionID, in.MountPath, store.ErrConflict)
-			case pgCode(err) == codeForeignKeyViolation:
-				return fmt.Errorf("session %s: %w", in.SessionID, store.ErrNotFound)
-			case err != nil:
-				return mapErr("create session resource "+in.ID, err)
-			}
-			out = append(out, row)
-		}
-		return nil
+		var err error
+		out, err = s.createResourcesTx(ctx, tx, rs)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// createResourcesTx inserts rs within tx. Each names a Managed Agents
+// session that exists (no foreign key says so since 0016): its row is
+// key-share locked until commit, so a concurrent delete of the session
+// waits and then removes these too.
+func (s *Store) createResourcesTx(ctx context.Context, tx pgx.Tx, rs []*store.SessionResource) ([]*store.SessionResource, error) {
+	out := make([]*store.SessionResource, 0, len(rs))
+	now := s.clock()
+	for _, r := range rs {
+		in := *r
+		if in.ID == "" {
+			in.ID = ids.New("sesrsc")
+		}
+		doc, err := objectArg("session resource "+in.ID+": Doc", in.Doc)
+		if err != nil {
+			return nil, err
+		}
+		if in.CreatedAt.IsZero() {
+			in.CreatedAt = now
+		}
+		if in.UpdatedAt.IsZero() {
+			in.UpdatedAt = in.CreatedAt
+		}
+		var one int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM sessions WHERE id = $1 AND kind = 'managed' FOR KEY SHARE`,
+			in.SessionID).Scan(&one); err != nil {
+			return nil, mapErr("session "+in.SessionID, err)
+		}
+		row, err := scanSessionResource(tx.QueryRow(ctx, `INSERT INTO session_resources
+			(`+sessionResourceCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $10) RETURNING `+sessionResourceCols,
+			in.ID, in.TenantID, in.SessionID, in.Kind, in.MountPath, doc, in.Secret, in.KeyID, in.CreatedAt, in.UpdatedAt))
+		switch {
+		case isUniqueViolation(err):
+			return nil, fmt.Errorf("session %s: mount path %q is taken by another resource: %w", in.SessionID, in.MountPath, store.ErrConflict)
+		case err != nil:
+			return nil, mapErr("create session resource "+in.ID, err)
+		}
+		out = append(out, row)
 	}
 	return out, nil
 }

@@ -27,7 +27,7 @@ type snapshot struct {
 	ExpiresAt        *time.Time          `json:"expires_at,omitempty"`
 }
 
-const checkpointCols = `id, session_id, step_count, message_count, version, run_id, source, state, metadata, created_at`
+const checkpointCols = `id, session_id, step_count, message_count, version, run_id, source, state, metadata, workspace, created_at`
 
 func scanCheckpoint(r scanner) (*store.Checkpoint, error) {
 	var (
@@ -38,7 +38,7 @@ func scanCheckpoint(r scanner) (*store.Checkpoint, error) {
 		created  int64
 	)
 	if err := r.Scan(&cp.ID, &cp.SessionID, &cp.StepCount, &cp.MessageCount, &cp.Version, &cp.RunID,
-		&source, &state, &metadata, &created); err != nil {
+		&source, &state, &metadata, &cp.Workspace, &created); err != nil {
 		return nil, err
 	}
 	var snap snapshot
@@ -77,10 +77,10 @@ func (s *Store) writeCheckpoint(ctx context.Context, tx *wtx, sess *store.Sessio
 	}
 	now := s.timestamp()
 	cp, err := scanCheckpoint(tx.QueryRowContext(ctx, `INSERT INTO checkpoints (id, session_id, step_count,
-		message_count, version, run_id, source, state, metadata, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING `+checkpointCols,
+		message_count, version, run_id, source, state, metadata, workspace, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING `+checkpointCols,
 		meta.ID, sess.ID, meta.StepCount, count, sess.Version, meta.RunID, string(source), string(state),
-		metadata, micros(now)))
+		metadata, meta.Workspace, micros(now)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("checkpoint %q: %w", meta.ID, store.ErrAlreadyExists)
 	}

@@ -23,7 +23,21 @@ func (s *Store) SetInterruptFlag(ctx context.Context, id, reason string) error {
 // transaction, so of N concurrent callers exactly one sees it set.
 func (s *Store) CheckInterruptFlag(ctx context.Context, id string) (store.InterruptFlag, error) {
 	var f store.InterruptFlag
-	err := s.inTx(ctx, func(tx *wtx) error {
+	// A turn checks between every step and the flag is almost never set:
+	// a read decides whether the write transaction is needed at all (the
+	// transaction reads it again, so of racing callers still one sees it).
+	var set bool
+	err := s.read.QueryRowContext(ctx, `SELECT interrupt_set FROM sessions WHERE id = ?`, id).Scan(&set)
+	if errors.Is(err, sql.ErrNoRows) {
+		return f, fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return f, fmt.Errorf("sqlite: check interrupt flag of %q: %w", id, err)
+	}
+	if !set {
+		return f, nil
+	}
+	err = s.inTx(ctx, func(tx *wtx) error {
 		var at sql.NullInt64
 		err := tx.QueryRowContext(ctx, `SELECT interrupt_set, interrupt_reason, interrupt_at FROM sessions
 			WHERE id = ?`, id).Scan(&f.Set, &f.Reason, &at)

@@ -13,7 +13,7 @@ import (
 func TestManagedBatchContract(t *testing.T) {
 	for _, d := range Drivers() {
 		t.Run(d, func(t *testing.T) {
-			storetest.ExerciseManagedBatch(context.Background(), t, func(t *testing.T) store.ManagedStore {
+			storetest.ExerciseManagedBatch(context.Background(), t, func(t *testing.T) store.Store {
 				return openTemp(t, WithDriver(d))
 			})
 		})

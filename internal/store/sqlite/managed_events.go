@@ -61,30 +61,64 @@ func (s *Store) AppendEvents(ctx context.Context, sessionID string, events []sto
 	return out, nil
 }
 
-// appendEventsTx appends one session's validated events within tx.
+// appendEventsTx appends one session's validated events within tx: the
+// session's version moves once (an append is one modification, seed 004)
+// and the events take the Seqs after its last message.
 func (s *Store) appendEventsTx(ctx context.Context, tx *wtx, now time.Time, sessionID string, rows []newEventRow) ([]store.SessionEvent, error) {
-	var last int64
-	err := tx.QueryRowContext(ctx, `UPDATE managed_sessions SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq`,
-		len(rows), sessionID).Scan(&last)
+	var (
+		branchOf string
+		last     int64
+	)
+	err := tx.QueryRowContext(ctx, `UPDATE sessions SET version = version + 1, updated_at = ?
+		WHERE id = ? AND kind = 'managed'
+		RETURNING branch_of, (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = sessions.id)`,
+		micros(now), sessionID).Scan(&branchOf, &last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: advance events of session %q: %w", sessionID, err)
 	}
+	if branchOf != "" {
+		return nil, fmt.Errorf("session %q is an abandoned branch of %q and takes no events: %w", sessionID, branchOf, store.ErrConflict)
+	}
+	return s.insertEventsTx(ctx, tx, now, sessionID, last, rows)
+}
+
+// flagInterrupt sets the session's interrupt flag when rows hold a
+// user.interrupt: the flag is the durable fact of the interrupt (seed
+// 004), written with the event.
+func flagInterrupt(ctx context.Context, tx *wtx, now time.Time, sessionID string, rows []newEventRow) error {
+	for _, r := range rows {
+		if r.typ != store.EventUserInterrupt {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET interrupt_set = 1, interrupt_reason = ?, interrupt_at = ?
+			WHERE id = ?`, store.EventUserInterrupt, micros(now), sessionID); err != nil {
+			return fmt.Errorf("sqlite: set interrupt flag of %q: %w", sessionID, err)
+		}
+		return nil
+	}
+	return nil
+}
+
+// insertEventsTx inserts rows as the session's messages last+1, last+2, ….
+func (s *Store) insertEventsTx(ctx context.Context, tx *wtx, now time.Time, sessionID string, last int64, rows []newEventRow) ([]store.SessionEvent, error) {
 	out := make([]store.SessionEvent, len(rows))
 	if len(rows) == 0 {
 		return out, nil
 	}
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO session_events (session_id, seq, id, type, data, created_at)
+	if err := flagInterrupt(ctx, tx, now, sessionID, rows); err != nil {
+		return nil, err
+	}
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO messages (session_id, seq, event_id, role, content, created_at)
 		VALUES (?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: prepare event insert: %w", err)
 	}
 	defer ins.Close()
-	first := last - int64(len(rows)) + 1
 	for i, r := range rows {
-		seq := first + int64(i)
+		seq := last + 1 + int64(i)
 		if _, err := ins.ExecContext(ctx, sessionID, seq, r.id, r.typ, r.data, micros(now)); err != nil {
 			if s.drv.isUnique(err) {
 				return nil, fmt.Errorf("session %q: event %q: %w", sessionID, r.id, store.ErrAlreadyExists)
@@ -105,10 +139,10 @@ func (s *Store) ListEvents(ctx context.Context, p store.ListEventsParams) ([]sto
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	q := `SELECT ` + eventCols + ` FROM session_events WHERE session_id = ? AND seq > ? AND (? <= 0 OR seq < ?)`
+	q := `SELECT ` + eventCols + ` FROM messages WHERE session_id = ? AND seq > ? AND (? <= 0 OR seq < ?)`
 	args := []any{p.SessionID, p.AfterSeq, p.BeforeSeq, p.BeforeSeq}
 	if len(p.Types) > 0 {
-		q += ` AND type IN (?` + strings.Repeat(`, ?`, len(p.Types)-1) + `)`
+		q += ` AND role IN (?` + strings.Repeat(`, ?`, len(p.Types)-1) + `)`
 		for _, t := range p.Types {
 			args = append(args, t)
 		}
@@ -129,8 +163,8 @@ func (s *Store) ListEvents(ctx context.Context, p store.ListEventsParams) ([]sto
 
 // GetEvent implements store.ManagedStore.
 func (s *Store) GetEvent(ctx context.Context, sessionID, eventID string) (*store.SessionEvent, error) {
-	ev, err := scanEvent(s.read.QueryRowContext(ctx, `SELECT `+eventCols+` FROM session_events
-		WHERE session_id = ? AND id = ?`, sessionID, eventID))
+	ev, err := scanEvent(s.read.QueryRowContext(ctx, `SELECT `+eventCols+` FROM messages
+		WHERE session_id = ? AND event_id = ? AND event_id <> ''`, sessionID, eventID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("session %q: event %q: %w", sessionID, eventID, store.ErrNotFound)
 	}
@@ -140,11 +174,12 @@ func (s *Store) GetEvent(ctx context.Context, sessionID, eventID string) (*store
 	return &ev, nil
 }
 
-// LastEventSeq implements store.ManagedStore from the session's counter,
-// which equals its newest Seq because Seq is dense.
+// LastEventSeq implements store.ManagedStore: the newest Seq, read from
+// the messages' primary key (Seq is dense).
 func (s *Store) LastEventSeq(ctx context.Context, sessionID string) (int64, error) {
 	var last int64
-	err := s.read.QueryRowContext(ctx, `SELECT last_seq FROM managed_sessions WHERE id = ?`, sessionID).Scan(&last)
+	err := s.read.QueryRowContext(ctx, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = s.id)
+		FROM sessions s WHERE s.id = ? AND s.kind = 'managed'`, sessionID).Scan(&last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentkernel/agentkernel/internal/store"
 )
@@ -34,23 +35,26 @@ func (s *Store) AppendEventsBatch(ctx context.Context, batch map[string][]store.
 	}
 	err := s.inTx(ctx, func(tx *wtx) error {
 		now := s.timestamp()
-		last, err := advanceSessions(ctx, tx, sessions, rows)
+		last, err := advanceSessions(ctx, tx, now, sessions)
 		if err != nil {
 			return err
 		}
 		var ins []any
 		for i, id := range sessions {
 			evs := make([]store.SessionEvent, len(rows[i]))
-			first := last[id] - int64(len(rows[i])) + 1
+			first := last[id] + 1
 			for j, r := range rows[i] {
 				evs[j] = store.SessionEvent{SessionID: id, Seq: first + int64(j), ID: r.id, Type: r.typ,
 					Data: []byte(r.data), CreatedAt: now}
 				ins = append(ins, id, evs[j].Seq, r.id, r.typ, r.data, micros(now))
 			}
 			out[id] = evs
+			if err := flagInterrupt(ctx, tx, now, id, rows[i]); err != nil {
+				return err
+			}
 		}
 		err = inChunks(len(ins)/6, func(off, n int) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO session_events (session_id, seq, id, type, data, created_at)
+			_, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, seq, event_id, role, content, created_at)
 				VALUES `+tuples("(?, ?, ?, ?, ?, ?)", n), ins[off*6:(off+n)*6]...)
 			return err
 		})
@@ -69,35 +73,46 @@ func (s *Store) AppendEventsBatch(ctx context.Context, batch map[string][]store.
 	return out, nil
 }
 
-// advanceSessions reserves each session's Seq range (last_seq += its
-// count) and returns the new last_seq of each; a session that does not
-// exist is ErrNotFound.
-func advanceSessions(ctx context.Context, tx *wtx, sessions []string, rows [][]newEventRow) (map[string]int64, error) {
+// advanceSessions moves each session's version once (its append is one
+// modification) and returns each session's last Seq before the append; a
+// session that does not exist is ErrNotFound, an abandoned branch
+// ErrConflict.
+func advanceSessions(ctx context.Context, tx *wtx, now time.Time, sessions []string) (map[string]int64, error) {
 	last := make(map[string]int64, len(sessions))
+	var branch, branchOf string
 	err := inChunks(len(sessions), func(off, n int) error {
-		args := make([]any, 0, 2*n)
+		args := make([]any, 0, n+1)
 		for i := off; i < off+n; i++ {
-			args = append(args, sessions[i], len(rows[i]))
+			args = append(args, sessions[i])
 		}
-		q, err := tx.QueryContext(ctx, `WITH d (id, n) AS (VALUES `+tuples("(?, ?)", n)+`)
-			UPDATE managed_sessions SET last_seq = last_seq + d.n FROM d WHERE managed_sessions.id = d.id
-			RETURNING managed_sessions.id, managed_sessions.last_seq`, args...)
+		args = append(args, micros(now))
+		q, err := tx.QueryContext(ctx, `WITH d (id) AS (VALUES `+tuples("(?)", n)+`)
+			UPDATE sessions SET version = version + 1, updated_at = ?
+			FROM d WHERE sessions.id = d.id AND sessions.kind = 'managed'
+			RETURNING sessions.id, sessions.branch_of,
+			  (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = sessions.id)`, args...)
 		if err != nil {
 			return err
 		}
 		defer q.Close()
 		for q.Next() {
-			var id string
+			var id, of string
 			var seq int64
-			if err := q.Scan(&id, &seq); err != nil {
+			if err := q.Scan(&id, &of, &seq); err != nil {
 				return err
 			}
 			last[id] = seq
+			if of != "" {
+				branch, branchOf = id, of
+			}
 		}
 		return q.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: advance events of %d sessions: %w", len(sessions), err)
+	}
+	if branch != "" {
+		return nil, fmt.Errorf("session %q is an abandoned branch of %q and takes no events: %w", branch, branchOf, store.ErrConflict)
 	}
 	for _, id := range sessions {
 		if _, ok := last[id]; !ok {

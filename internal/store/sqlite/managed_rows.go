@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/agentkernel/agentkernel/internal/store"
 )
@@ -11,11 +12,18 @@ import (
 const (
 	agentCols       = `id, tenant_id, version, doc, archived_at, created_at, updated_at`
 	environmentCols = `id, tenant_id, doc, archived_at, created_at, updated_at`
-	mSessionCols    = `id, tenant_id, agent_id, agent_version, environment_id, doc, sandbox_id, usage,
-	processed_seq, stop_reason, terminated_at, archived_at, version, created_at, updated_at`
-	eventCols  = `session_id, seq, id, type, data, created_at`
-	runRowCols = `session_id, turn_seq, owner, lease_expires_at, recovering, recovery_attempts,
-	last_progress_seq, started_at, updated_at`
+	// mSessionCols read a Managed Agents session from sessions s, with the
+	// start of its running turn (if any) from the live run r.
+	mSessionCols = `s.id, s.tenant_id, s.agent_id, s.agent_version, s.environment_id, s.doc, s.sandbox_id,
+	s.usage, s.processed_seq, s.stop_reason, s.terminated_at, s.archived_at, s.forked_from, s.forked_at_seq,
+	s.branch_of, s.branch_at_seq, s.workspace_seed, s.branched_at, s.active_us, r.created_at,
+	s.version, s.created_at, s.updated_at`
+	mSessionFrom = ` FROM sessions s LEFT JOIN runs r
+	ON r.session_id = s.id AND r.status = 'running' AND r.owner <> ''`
+	// eventCols read an event from its message row.
+	eventCols  = `session_id, seq, event_id, role, content, created_at`
+	runRowCols = `session_id, id, turn_seq, owner, lease_expires_at, recovering, recovery_attempts,
+	last_progress_seq, created_at, updated_at`
 )
 
 func scanAgent(r scanner) (*store.Agent, error) {
@@ -50,21 +58,31 @@ func scanEnvironment(r scanner) (*store.Environment, error) {
 	return &e, nil
 }
 
-func scanManagedSession(r scanner) (*store.ManagedSession, error) {
+// scanManagedSession reads mSessionCols. now is the store's clock: a
+// running turn counts toward ActiveSeconds up to it.
+func scanManagedSession(r scanner, now time.Time) (*store.ManagedSession, error) {
 	var (
-		m                    store.ManagedSession
-		doc                  string
-		usage, stopReason    sql.NullString
-		terminated, archived sql.NullInt64
-		created, updated     int64
+		m                              store.ManagedSession
+		doc                            string
+		usage, stopReason              sql.NullString
+		terminated, archived, branched sql.NullInt64
+		running                        sql.NullInt64
+		activeUS, created, updated     int64
 	)
+	l := &m.Lineage
 	if err := r.Scan(&m.ID, &m.TenantID, &m.AgentID, &m.AgentVersion, &m.EnvironmentID, &doc, &m.SandboxID,
-		&usage, &m.ProcessedSeq, &stopReason, &terminated, &archived, &m.Version, &created, &updated); err != nil {
+		&usage, &m.ProcessedSeq, &stopReason, &terminated, &archived, &l.ForkedFrom, &l.ForkedAtSeq,
+		&l.BranchOf, &l.BranchAtSeq, &l.WorkspaceSeed, &branched, &activeUS, &running,
+		&m.Version, &created, &updated); err != nil {
 		return nil, err
 	}
 	m.Doc = []byte(doc)
 	m.Usage, m.StopReason = rawOrNil(usage), rawOrNil(stopReason)
-	m.TerminatedAt, m.ArchivedAt = timePtr(terminated), timePtr(archived)
+	m.TerminatedAt, m.ArchivedAt, l.BranchedAt = timePtr(terminated), timePtr(archived), timePtr(branched)
+	if running.Valid && micros(now) > running.Int64 {
+		activeUS += micros(now) - running.Int64
+	}
+	m.ActiveSeconds = float64(activeUS) / 1e6
 	m.CreatedAt, m.UpdatedAt = fromMicros(created), fromMicros(updated)
 	return &m, nil
 }
@@ -88,7 +106,7 @@ func scanRunRow(r scanner) (*store.RunRow, error) {
 		rr                      store.RunRow
 		lease, started, updated int64
 	)
-	if err := r.Scan(&rr.SessionID, &rr.TurnSeq, &rr.Owner, &lease, &rr.Recovering, &rr.RecoveryAttempts,
+	if err := r.Scan(&rr.SessionID, &rr.RunID, &rr.TurnSeq, &rr.Owner, &lease, &rr.Recovering, &rr.RecoveryAttempts,
 		&rr.LastProgressSeq, &started, &updated); err != nil {
 		return nil, err
 	}
@@ -119,6 +137,12 @@ func collect[T any](rows *sql.Rows, what string, scan func(scanner) (T, error)) 
 // of its three ?N parameters (the caller's own come before); it returns the
 // WHERE fragment, the ORDER BY … LIMIT tail and their arguments.
 func resourcePage(p store.ListResourcesParams, first int) (where, tail string, args []any) {
+	return resourcePageOf("id", p, first)
+}
+
+// resourcePageOf is resourcePage over the id column col (e.g. "s.id" in a
+// join).
+func resourcePageOf(col string, p store.ListResourcesParams, first int) (where, tail string, args []any) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
@@ -127,7 +151,7 @@ func resourcePage(p store.ListResourcesParams, first int) (where, tail string, a
 	if p.Descending {
 		dir = "DESC"
 	}
-	where = fmt.Sprintf(` AND (?%[1]d = '' OR id > ?%[1]d) AND (?%[2]d = '' OR id < ?%[2]d)`, first, first+1)
-	tail = fmt.Sprintf(` ORDER BY id %s LIMIT ?%d`, dir, first+2)
+	where = fmt.Sprintf(` AND (?%[1]d = '' OR %[3]s > ?%[1]d) AND (?%[2]d = '' OR %[3]s < ?%[2]d)`, first, first+1, col)
+	tail = fmt.Sprintf(` ORDER BY %s %s LIMIT ?%d`, col, dir, first+2)
 	return where, tail, []any{p.AfterID, p.BeforeID, limit}
 }

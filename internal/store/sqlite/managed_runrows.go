@@ -6,40 +6,65 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentkernel/agentkernel/internal/ids"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
-// InsertRunRow implements store.ManagedStore. The primary key on session_id
-// is the turn lock: of racing inserters exactly one gets the row. Zero
-// StartedAt becomes now; UpdatedAt is StartedAt.
+// The run row of seed 000 is the session's running run with an owner: a
+// row of runs (one per turn, kept when the turn ends) whose status is
+// running. The unique index runs_live (session, while running and owned)
+// is the turn lock.
+
+// liveRun selects a session's run row.
+const liveRun = ` FROM runs WHERE session_id = ? AND status = 'running' AND owner <> ''`
+
+// InsertRunRow implements store.ManagedStore: it creates the turn's run
+// (RunID, or a new id) in status running. Of racing inserters exactly one
+// gets it. Zero StartedAt becomes now; UpdatedAt is StartedAt.
 func (s *Store) InsertRunRow(ctx context.Context, r *store.RunRow) (*store.RunRow, error) {
 	if r.Owner == "" {
 		return nil, fmt.Errorf("run row of session %q: Owner is empty: %w", r.SessionID, store.ErrInvalid)
+	}
+	id := r.RunID
+	if id == "" {
+		id = ids.New("run")
 	}
 	started := r.StartedAt
 	if started.IsZero() {
 		started = s.timestamp()
 	}
-	out, err := scanRunRow(s.write.QueryRowContext(ctx, `INSERT INTO run_rows
-		(session_id, turn_seq, owner, lease_expires_at, recovering, recovery_attempts, last_progress_seq,
-		 started_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (session_id) DO NOTHING RETURNING `+runRowCols,
-		r.SessionID, r.TurnSeq, r.Owner, micros(r.LeaseExpiresAt), r.Recovering, r.RecoveryAttempts,
-		r.LastProgressSeq, micros(started), micros(started)))
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil, fmt.Errorf("session %q already has a run row: %w", r.SessionID, store.ErrAlreadyExists)
-	case s.drv.isForeignKey(err):
-		return nil, fmt.Errorf("session %q: %w", r.SessionID, store.ErrNotFound)
-	case err != nil:
-		return nil, fmt.Errorf("sqlite: insert run row of session %q: %w", r.SessionID, err)
-	}
-	return out, nil
+	var out *store.RunRow
+	err := s.inTx(ctx, func(tx *wtx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ? AND kind = 'managed'`, r.SessionID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("session %q: %w", r.SessionID, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: look up session %q: %w", r.SessionID, err)
+		}
+		out, err = scanRunRow(tx.QueryRowContext(ctx, `INSERT INTO runs
+			(id, session_id, seq, status, start_sequence, turn_seq, owner, lease_expires_at, recovering,
+			 recovery_attempts, last_progress_seq, created_at, updated_at)
+			VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE session_id = ?2), 'running', ?3, ?3,
+			        ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+			ON CONFLICT DO NOTHING RETURNING `+runRowCols,
+			id, r.SessionID, r.TurnSeq, r.Owner, micros(r.LeaseExpiresAt), r.Recovering, r.RecoveryAttempts,
+			r.LastProgressSeq, micros(started)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("session %q already has a run row: %w", r.SessionID, store.ErrAlreadyExists)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: insert run row of session %q: %w", r.SessionID, err)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // GetRunRow implements store.ManagedStore.
 func (s *Store) GetRunRow(ctx context.Context, sessionID string) (*store.RunRow, error) {
-	r, err := scanRunRow(s.read.QueryRowContext(ctx, `SELECT `+runRowCols+` FROM run_rows WHERE session_id = ?`, sessionID))
+	r, err := scanRunRow(s.read.QueryRowContext(ctx, `SELECT `+runRowCols+liveRun, sessionID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("run row of session %q: %w", sessionID, store.ErrNotFound)
 	}
@@ -57,9 +82,10 @@ func (s *Store) UpdateRunRow(ctx context.Context, r *store.RunRow, expectedOwner
 	}
 	var out *store.RunRow
 	err := s.inTx(ctx, func(tx *wtx) error {
-		row, err := scanRunRow(tx.QueryRowContext(ctx, `UPDATE run_rows SET
+		row, err := scanRunRow(tx.QueryRowContext(ctx, `UPDATE runs SET
 			owner = ?, lease_expires_at = ?, recovering = ?, recovery_attempts = ?, last_progress_seq = ?,
-			updated_at = ? WHERE session_id = ? AND owner = ? RETURNING `+runRowCols,
+			updated_at = ? WHERE session_id = ? AND status = 'running' AND owner = ? AND owner <> ''
+			RETURNING `+runRowCols,
 			r.Owner, micros(r.LeaseExpiresAt), r.Recovering, r.RecoveryAttempts, r.LastProgressSeq,
 			micros(s.timestamp()), r.SessionID, expectedOwner))
 		if err == nil {
@@ -78,7 +104,7 @@ func (s *Store) UpdateRunRow(ctx context.Context, r *store.RunRow, expectedOwner
 // nothing: no run row, or another owner's.
 func runRowMiss(ctx context.Context, tx *wtx, sessionID, expectedOwner string) error {
 	var owner string
-	err := tx.QueryRowContext(ctx, `SELECT owner FROM run_rows WHERE session_id = ?`, sessionID).Scan(&owner)
+	err := tx.QueryRowContext(ctx, `SELECT owner`+liveRun, sessionID).Scan(&owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("run row of session %q: %w", sessionID, store.ErrNotFound)
 	}
@@ -88,23 +114,43 @@ func runRowMiss(ctx context.Context, tx *wtx, sessionID, expectedOwner string) e
 	return fmt.Errorf("run row of session %q is owned by %q, not %q: %w", sessionID, owner, expectedOwner, store.ErrConflict)
 }
 
-// DeleteRunRow implements store.ManagedStore.
+// DeleteRunRow implements store.ManagedStore: the run stops running (its
+// record stays, failed) and its time joins the session's active time.
 func (s *Store) DeleteRunRow(ctx context.Context, sessionID, owner string) error {
 	return s.inTx(ctx, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM run_rows WHERE session_id = ? AND owner = ?`, sessionID, owner)
-		if err != nil {
-			return fmt.Errorf("sqlite: delete run row of session %q: %w", sessionID, err)
-		}
-		if n, _ := res.RowsAffected(); n > 0 {
-			return nil
-		}
-		return runRowMiss(ctx, tx, sessionID, owner)
+		_, err := s.closeRunTx(ctx, tx, sessionID, owner, store.RunFailed, "the turn ended without its closing write", sql.NullString{}, "")
+		return err
 	})
+}
+
+// closeRunTx ends the session's running run owned by owner: status,
+// error, usage and checkpoint on the run, its duration added to the
+// session's active time. It returns the run's id.
+func (s *Store) closeRunTx(ctx context.Context, tx *wtx, sessionID, owner string, status store.RunStatus, errText string, usage sql.NullString, checkpoint string) (string, error) {
+	now := micros(s.timestamp())
+	var id string
+	var started int64
+	err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, error = ?, usage = ?, checkpoint_id = ?,
+		completed_at = ?, updated_at = ?
+		WHERE session_id = ? AND status = 'running' AND owner = ? AND owner <> '' RETURNING id, created_at`,
+		string(status), errText, usage, checkpoint, now, now, sessionID, owner).Scan(&id, &started)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", runRowMiss(ctx, tx, sessionID, owner)
+	}
+	if err != nil {
+		return "", fmt.Errorf("sqlite: end run of session %q: %w", sessionID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET active_us = active_us + ? WHERE id = ?`,
+		max(0, now-started), sessionID); err != nil {
+		return "", fmt.Errorf("sqlite: active time of session %q: %w", sessionID, err)
+	}
+	return id, nil
 }
 
 // ListRunRows implements store.ManagedStore: every tenant's, by session id.
 func (s *Store) ListRunRows(ctx context.Context) ([]*store.RunRow, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+runRowCols+` FROM run_rows ORDER BY session_id`)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+runRowCols+` FROM runs
+		WHERE status = 'running' AND owner <> '' ORDER BY session_id`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list run rows: %w", err)
 	}

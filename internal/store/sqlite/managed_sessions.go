@@ -5,10 +5,19 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentkernel/agentkernel/internal/ids"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
+
+// A Managed Agents session is a row of sessions with kind 'managed' (one
+// session model, issue 13): the seed-004 columns hold its version,
+// checkpoint pointer and interrupt flag, the managed columns its document
+// and the facts its status is derived from.
+
+// kindManaged marks Managed Agents sessions in sessions.kind.
+const kindManaged = "managed"
 
 // mSessionArgs are a managed session's validated JSON and time arguments.
 type mSessionArgs struct {
@@ -43,13 +52,24 @@ func validateManagedSession(m *store.ManagedSession) (mSessionArgs, error) {
 // CreateManagedSession implements store.ManagedStore: version 1, no events.
 // Zero CreatedAt becomes now; zero UpdatedAt becomes CreatedAt.
 func (s *Store) CreateManagedSession(ctx context.Context, m *store.ManagedSession) (*store.ManagedSession, error) {
-	in := *m
+	out, _, _, err := s.CreateManagedSessionWith(ctx, store.NewManagedSession{Session: *m})
+	return out, err
+}
+
+// CreateManagedSessionWith implements store.BranchStore: the session row,
+// its resources and its initial events in one transaction.
+func (s *Store) CreateManagedSessionWith(ctx context.Context, p store.NewManagedSession) (*store.ManagedSession, []store.SessionEvent, []*store.SessionResource, error) {
+	in := p.Session
 	if in.ID == "" {
 		in.ID = ids.New("sesn")
 	}
 	a, err := validateManagedSession(&in)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
+	}
+	rows, err := validateEvents(in.ID, p.Events)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	if in.CreatedAt.IsZero() {
 		in.CreatedAt = s.timestamp()
@@ -57,25 +77,50 @@ func (s *Store) CreateManagedSession(ctx context.Context, m *store.ManagedSessio
 	if in.UpdatedAt.IsZero() {
 		in.UpdatedAt = in.CreatedAt
 	}
-	out, err := scanManagedSession(s.write.QueryRowContext(ctx, `INSERT INTO managed_sessions
-		(id, tenant_id, agent_id, agent_version, environment_id, doc, sandbox_id, usage,
-		 processed_seq, stop_reason, terminated_at, archived_at, last_seq, version, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?, ?)
-		ON CONFLICT DO NOTHING RETURNING `+mSessionCols,
-		in.ID, in.TenantID, in.AgentID, in.AgentVersion, in.EnvironmentID, a.doc, in.SandboxID, a.usage,
-		in.ProcessedSeq, a.stopReason, a.terminated, a.archived, micros(in.CreatedAt), micros(in.UpdatedAt)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("session %q: %w", in.ID, store.ErrAlreadyExists)
-	}
+	var (
+		out *store.ManagedSession
+		evs []store.SessionEvent
+		rs  []*store.SessionResource
+	)
+	err = s.inTx(ctx, func(tx *wtx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO sessions
+			(id, tenant_id, kind, status, version, custom_state, runtime, agent_id, agent_version, environment_id,
+			 doc, sandbox_id, usage, processed_seq, stop_reason, terminated_at, archived_at, workspace_seed,
+			 created_at, updated_at)
+			VALUES (?, ?, 'managed', 'active', 1, '{}', '{}', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT DO NOTHING`,
+			in.ID, in.TenantID, in.AgentID, in.AgentVersion, in.EnvironmentID, a.doc, in.SandboxID, a.usage,
+			in.ProcessedSeq, a.stopReason, a.terminated, a.archived, in.Lineage.WorkspaceSeed,
+			micros(in.CreatedAt), micros(in.UpdatedAt))
+		if err != nil {
+			return fmt.Errorf("sqlite: create session %q: %w", in.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("session %q: %w", in.ID, store.ErrAlreadyExists)
+		}
+		if len(rows) > 0 {
+			// The session's version stays 1: its creation is one
+			// modification, events included.
+			if evs, err = s.insertEventsTx(ctx, tx, s.timestamp(), in.ID, 0, rows); err != nil {
+				return err
+			}
+		}
+		if rs, err = s.createResourcesTx(ctx, tx, p.Resources); err != nil {
+			return err
+		}
+		out, err = getManagedSession(ctx, tx, in.ID, s.timestamp())
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: create session %q: %w", in.ID, err)
+		return nil, nil, nil, err
 	}
-	return out, nil
+	return out, evs, rs, nil
 }
 
-// GetManagedSession implements store.ManagedStore.
-func (s *Store) GetManagedSession(ctx context.Context, id string) (*store.ManagedSession, error) {
-	m, err := scanManagedSession(s.read.QueryRowContext(ctx, `SELECT `+mSessionCols+` FROM managed_sessions WHERE id = ?`, id))
+// getManagedSession reads one Managed Agents session (a branch too).
+func getManagedSession(ctx context.Context, q querier, id string, now time.Time) (*store.ManagedSession, error) {
+	m, err := scanManagedSession(q.QueryRowContext(ctx, `SELECT `+mSessionCols+mSessionFrom+`
+		WHERE s.id = ? AND s.kind = 'managed'`, id), now)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("session %q: %w", id, store.ErrNotFound)
 	}
@@ -85,10 +130,16 @@ func (s *Store) GetManagedSession(ctx context.Context, id string) (*store.Manage
 	return m, nil
 }
 
+// GetManagedSession implements store.ManagedStore.
+func (s *Store) GetManagedSession(ctx context.Context, id string) (*store.ManagedSession, error) {
+	return getManagedSession(ctx, s.read, id, s.timestamp())
+}
+
 // UpdateManagedSession implements store.ManagedStore as a compare-and-set
 // UPDATE on the one write connection; the version read that tells a stale
-// version from a missing session runs in the same transaction. Appending
-// events does not change the version, so it never fails this.
+// version from a missing session runs in the same transaction. Every
+// modification of the session bumps the version (seed 004), appended
+// events included: a writer that lost the race re-reads and retries.
 func (s *Store) UpdateManagedSession(ctx context.Context, m *store.ManagedSession) (*store.ManagedSession, error) {
 	a, err := validateManagedSession(m)
 	if err != nil {
@@ -96,21 +147,22 @@ func (s *Store) UpdateManagedSession(ctx context.Context, m *store.ManagedSessio
 	}
 	var out *store.ManagedSession
 	err = s.inTx(ctx, func(tx *wtx) error {
-		row, err := scanManagedSession(tx.QueryRowContext(ctx, `UPDATE managed_sessions SET
+		now := s.timestamp()
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET
 			doc = ?, sandbox_id = ?, usage = ?, processed_seq = ?, stop_reason = ?,
-			terminated_at = ?, archived_at = ?, version = version + 1, updated_at = ?
-			WHERE id = ? AND version = ? RETURNING `+mSessionCols,
+			terminated_at = ?, archived_at = ?, workspace_seed = ?, version = version + 1, updated_at = ?
+			WHERE id = ? AND kind = 'managed' AND version = ?`,
 			a.doc, m.SandboxID, a.usage, m.ProcessedSeq, a.stopReason,
-			a.terminated, a.archived, micros(s.timestamp()), m.ID, m.Version))
-		if err == nil {
-			out = row
-			return nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
+			a.terminated, a.archived, m.Lineage.WorkspaceSeed, micros(now), m.ID, m.Version)
+		if err != nil {
 			return fmt.Errorf("sqlite: update session %q: %w", m.ID, err)
 		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			out, err = getManagedSession(ctx, tx, m.ID, now)
+			return err
+		}
 		var current int64
-		err = tx.QueryRowContext(ctx, `SELECT version FROM managed_sessions WHERE id = ?`, m.ID).Scan(&current)
+		err = tx.QueryRowContext(ctx, `SELECT version FROM sessions WHERE id = ? AND kind = 'managed'`, m.ID).Scan(&current)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("session %q: %w", m.ID, store.ErrNotFound)
 		}
@@ -123,28 +175,41 @@ func (s *Store) UpdateManagedSession(ctx context.Context, m *store.ManagedSessio
 	return out, err
 }
 
-// ListManagedSessions implements store.ManagedStore.
+// ListManagedSessions implements store.ManagedStore. Abandoned branches
+// are not listed (ListBranches lists them).
 func (s *Store) ListManagedSessions(ctx context.Context, p store.ListResourcesParams) ([]*store.ManagedSession, error) {
-	where, tail, page := resourcePage(p, 4)
-	rows, err := s.read.QueryContext(ctx, `SELECT `+mSessionCols+` FROM managed_sessions
-		WHERE tenant_id = ?1 AND (?2 = '' OR agent_id = ?2) AND (?3 OR archived_at IS NULL)`+where+tail,
+	where, tail, page := resourcePageOf("s.id", p, 4)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+mSessionCols+mSessionFrom+`
+		WHERE s.kind = 'managed' AND s.branch_of = '' AND s.tenant_id = ?1 AND (?2 = '' OR s.agent_id = ?2)
+		  AND (?3 OR s.archived_at IS NULL)`+where+tail,
 		append([]any{p.TenantID, p.AgentID, p.IncludeArchived}, page...)...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list sessions: %w", err)
 	}
-	return collect(rows, "sessions", scanManagedSession)
+	now := s.timestamp()
+	return collect(rows, "sessions", func(r scanner) (*store.ManagedSession, error) { return scanManagedSession(r, now) })
 }
 
-// DeleteManagedSession implements store.ManagedStore: the foreign keys'
-// ON DELETE CASCADE removes the events and the run row in the same
-// statement.
+// DeleteManagedSession implements store.ManagedStore: the session, its
+// abandoned branches and its resources in one transaction; the foreign
+// keys' ON DELETE CASCADE removes their events (messages), runs and
+// checkpoints.
 func (s *Store) DeleteManagedSession(ctx context.Context, id string) error {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM managed_sessions WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("sqlite: delete session %q: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
-	}
-	return nil
+	return s.inTx(ctx, func(tx *wtx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ? AND kind = 'managed'`, id)
+		if err != nil {
+			return fmt.Errorf("sqlite: delete session %q: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM session_resources WHERE session_id IN
+			(SELECT id FROM sessions WHERE branch_of = ?) OR session_id = ?`, id, id); err != nil {
+			return fmt.Errorf("sqlite: delete resources of session %q: %w", id, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE branch_of = ?`, id); err != nil {
+			return fmt.Errorf("sqlite: delete branches of session %q: %w", id, err)
+		}
+		return nil
+	})
 }

@@ -14,7 +14,7 @@ import (
 func TestManagedContract(t *testing.T) {
 	for _, d := range Drivers() {
 		t.Run(d, func(t *testing.T) {
-			storetest.ExerciseManaged(context.Background(), t, func(t *testing.T) store.ManagedStore {
+			storetest.ExerciseManaged(context.Background(), t, func(t *testing.T) store.Store {
 				return openTemp(t, WithDriver(d))
 			})
 		})

@@ -10,7 +10,8 @@ import (
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
-const runCols = `id, session_id, seq, status, start_sequence, error, metadata, created_at, updated_at, completed_at`
+const runCols = `id, session_id, seq, status, start_sequence, error, metadata, created_at, updated_at, completed_at,
+	usage, checkpoint_id`
 
 func scanRun(r scanner) (*store.Run, error) {
 	var (
@@ -19,13 +20,14 @@ func scanRun(r scanner) (*store.Run, error) {
 		metadata         sql.NullString
 		created, updated int64
 		completed        sql.NullInt64
+		usage            sql.NullString
 	)
 	if err := r.Scan(&run.ID, &run.SessionID, &run.Seq, &status, &run.StartSequence, &run.Error,
-		&metadata, &created, &updated, &completed); err != nil {
+		&metadata, &created, &updated, &completed, &usage, &run.CheckpointID); err != nil {
 		return nil, err
 	}
 	run.Status = store.RunStatus(status)
-	run.Metadata = rawOrNil(metadata)
+	run.Metadata, run.Usage = rawOrNil(metadata), rawOrNil(usage)
 	run.CreatedAt, run.UpdatedAt = fromMicros(created), fromMicros(updated)
 	run.CompletedAt = timePtr(completed)
 	return &run, nil

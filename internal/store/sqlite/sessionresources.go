@@ -31,42 +31,55 @@ func scanSessionResource(r scanner) (*store.SessionResource, error) {
 func (s *Store) CreateSessionResources(ctx context.Context, rs []*store.SessionResource) ([]*store.SessionResource, error) {
 	var out []*store.SessionResource
 	err := s.inTx(ctx, func(tx *wtx) error {
-		out = out[:0]
-		now := s.timestamp()
-		for _, r := range rs {
-			in := *r
-			if in.ID == "" {
-				in.ID = ids.New("sesrsc")
-			}
-			doc, err := jsonObject("session resource "+in.ID+": Doc", in.Doc, "{}")
-			if err != nil {
-				return err
-			}
-			if in.CreatedAt.IsZero() {
-				in.CreatedAt = now
-			}
-			if in.UpdatedAt.IsZero() {
-				in.UpdatedAt = in.CreatedAt
-			}
-			row, err := scanSessionResource(tx.QueryRowContext(ctx, `INSERT INTO session_resources
-				(`+sessionResourceCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?) RETURNING `+sessionResourceCols,
-				in.ID, in.TenantID, in.SessionID, in.Kind, in.MountPath, doc, in.Secret, in.KeyID,
-				micros(in.CreatedAt), micros(in.UpdatedAt)))
-			if s.drv.isUnique(err) {
-				return fmt.Errorf("session %s: mount path %q is taken by another resource: %w", in.SessionID, in.MountPath, store.ErrConflict)
-			}
-			if s.drv.isForeignKey(err) {
-				return fmt.Errorf("session %s: %w", in.SessionID, store.ErrNotFound)
-			}
-			if err != nil {
-				return fmt.Errorf("sqlite: create session resource %q: %w", in.ID, err)
-			}
-			out = append(out, row)
-		}
-		return nil
+		var err error
+		out, err = s.createResourcesTx(ctx, tx, rs)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// createResourcesTx inserts rs within tx; each names a Managed Agents
+// session that exists (no foreign key says so since 0016).
+func (s *Store) createResourcesTx(ctx context.Context, tx *wtx, rs []*store.SessionResource) ([]*store.SessionResource, error) {
+	out := make([]*store.SessionResource, 0, len(rs))
+	now := s.timestamp()
+	for _, r := range rs {
+		in := *r
+		if in.ID == "" {
+			in.ID = ids.New("sesrsc")
+		}
+		doc, err := jsonObject("session resource "+in.ID+": Doc", in.Doc, "{}")
+		if err != nil {
+			return nil, err
+		}
+		if in.CreatedAt.IsZero() {
+			in.CreatedAt = now
+		}
+		if in.UpdatedAt.IsZero() {
+			in.UpdatedAt = in.CreatedAt
+		}
+		var one int
+		err = tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ? AND kind = 'managed'`, in.SessionID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("session %s: %w", in.SessionID, store.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: look up session %q: %w", in.SessionID, err)
+		}
+		row, err := scanSessionResource(tx.QueryRowContext(ctx, `INSERT INTO session_resources
+			(`+sessionResourceCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?) RETURNING `+sessionResourceCols,
+			in.ID, in.TenantID, in.SessionID, in.Kind, in.MountPath, doc, in.Secret, in.KeyID,
+			micros(in.CreatedAt), micros(in.UpdatedAt)))
+		if s.drv.isUnique(err) {
+			return nil, fmt.Errorf("session %s: mount path %q is taken by another resource: %w", in.SessionID, in.MountPath, store.ErrConflict)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: create session resource %q: %w", in.ID, err)
+		}
+		out = append(out, row)
 	}
 	return out, nil
 }

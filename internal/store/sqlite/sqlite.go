@@ -35,6 +35,10 @@ type Store struct {
 	drv    driver
 	now    func() time.Time
 	logger *slog.Logger
+	// migrateHook, when set, runs inside each session's migration
+	// transaction, after its rows are copied and before the old ones are
+	// deleted (WithSessionMigrationHook).
+	migrateHook func(sessionID string)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -47,6 +51,7 @@ type config struct {
 	logger       *slog.Logger
 	migrationsFS migrationSource
 	driver       string
+	migrateHook  func(sessionID string)
 }
 
 // Option configures Open.
@@ -93,6 +98,13 @@ func pickDriver(label string) (driver, error) {
 		}
 	}
 	return driver{}, fmt.Errorf("sqlite: driver %q is not compiled in (have %v): %w", label, Drivers(), store.ErrInvalid)
+}
+
+// WithSessionMigrationHook sets a function that runs inside each session's
+// transaction of the move to the one session model (a crash test hangs
+// there to kill the daemon mid-migration).
+func WithSessionMigrationHook(fn func(sessionID string)) Option {
+	return func(c *config) { c.migrateHook = fn }
 }
 
 // WithLogger injects the logger.
@@ -143,9 +155,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
 	write.SetConnMaxIdleTime(0)
-	s := &Store{write: newPool(write), drv: drv, now: cfg.now, logger: cfg.logger}
+	s := &Store{write: newPool(write), drv: drv, now: cfg.now, logger: cfg.logger, migrateHook: cfg.migrateHook}
 
 	if err := s.migrate(ctx, cfg.migrationsFS); err != nil {
+		_ = write.Close()
+		return nil, err
+	}
+	if err := s.migrateSessions(ctx); err != nil {
 		_ = write.Close()
 		return nil, err
 	}

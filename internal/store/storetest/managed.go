@@ -12,11 +12,13 @@ import (
 )
 
 // ExerciseManaged runs the ManagedStore contract (agents, environments,
-// Managed Agents sessions, their events and run rows). newStore must return
+// Managed Agents sessions, their events and run rows) and the BranchStore
+// contract (the one session model: steps, turns, fork, rewind, branches).
+// newStore must return
 // a fresh, empty store for each call and arrange its Close with t.Cleanup.
 // Managed resources carry tenant ids without a tenant row, so an engine
 // must not tie them to the tenants table.
-func ExerciseManaged(ctx context.Context, t *testing.T, newStore func(t *testing.T) store.ManagedStore) {
+func ExerciseManaged(ctx context.Context, t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	groups := []struct {
 		name  string
@@ -29,6 +31,7 @@ func ExerciseManaged(ctx context.Context, t *testing.T, newStore func(t *testing
 		{"RunRows", mgRunRowCases},
 		{"Races", mgRaceCases},
 		{"Pending", mgPendingCases},
+		{"Branches", mgBranchCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -49,7 +52,7 @@ type mgCase struct {
 type mgEnv struct {
 	ctx context.Context
 	t   *testing.T
-	s   store.ManagedStore
+	s   store.Store
 }
 
 const (

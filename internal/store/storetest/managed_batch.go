@@ -12,7 +12,7 @@ import (
 // ExerciseManagedBatch runs the contract of ManagedStore.AppendEventsBatch
 // (group commit of many sessions' events). newStore must return a fresh,
 // empty store for each call and arrange its Close with t.Cleanup.
-func ExerciseManagedBatch(ctx context.Context, t *testing.T, newStore func(t *testing.T) store.ManagedStore) {
+func ExerciseManagedBatch(ctx context.Context, t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	for _, c := range mgBatchCases {
 		t.Run(c.name, func(t *testing.T) {

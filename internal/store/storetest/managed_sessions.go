@@ -14,7 +14,7 @@ var mgSessionCases = []mgCase{
 	{"Invalid", testMgSessionInvalid},
 	{"UpdateWritesEveryMutableField", testMgSessionUpdate},
 	{"UpdateStaleVersionWritesNothing", testMgSessionUpdateStale},
-	{"AppendDoesNotBumpVersion", testMgSessionAppendKeepsVersion},
+	{"AppendBumpsVersion", testMgSessionAppendBumpsVersion},
 	{"List", testMgSessionList},
 	{"DeleteRemovesEventsAndRunRow", testMgSessionDelete},
 }
@@ -166,17 +166,24 @@ func testMgSessionUpdateStale(e *mgEnv) {
 	mustErrIs(e.t, err, store.ErrNotFound, "GetManagedSession of an unknown session")
 }
 
-// testMgSessionAppendKeepsVersion: appending events moves LastEventSeq, not
-// the session's version, so the turn's CAS on the session survives its own
-// appends.
-func testMgSessionAppendKeepsVersion(e *mgEnv) {
+// testMgSessionAppendBumpsVersion: a Managed Agents session is a seed-004
+// session, whose version counts every modification — an append of events
+// too (one per append). A writer holding the version read before an append
+// mismatches and writes nothing; re-read, it succeeds.
+func testMgSessionAppendBumpsVersion(e *mgEnv) {
 	s := e.session(store.ManagedSession{ID: "sesn_app"})
 	e.appendTypes(s.ID, "user.message", "session.status_running")
+	equal(e.t, "Version after one append of two events", e.getSession(s.ID).Version, int64(2))
 	next := *s
 	next.ProcessedSeq = 1
+	_, err := e.s.UpdateManagedSession(e.ctx, &next)
+	mustErrIs(e.t, err, store.ErrVersionMismatch, "UpdateManagedSession from the version read before the append")
+	equal(e.t, "ProcessedSeq after the refused update", e.getSession(s.ID).ProcessedSeq, int64(0))
+	next = *e.getSession(s.ID)
+	next.ProcessedSeq = 1
 	out, err := e.s.UpdateManagedSession(e.ctx, &next)
-	mustOK(e.t, err, "UpdateManagedSession after appends, from the version read before them")
-	equal(e.t, "Version", out.Version, int64(2))
+	mustOK(e.t, err, "UpdateManagedSession from the version read after the append")
+	equal(e.t, "Version", out.Version, int64(3))
 	equal(e.t, "ProcessedSeq", out.ProcessedSeq, int64(1))
 	equal(e.t, "LastEventSeq after update", e.lastSeq(s.ID), int64(2))
 }
