@@ -123,7 +123,7 @@ func sessionJSON(s *store.ManagedSession, d sessionDoc, status string, now time.
 		"resources": orEmptyArray(d.Resources), "vault_ids": vaults,
 		"budget": orDefault(d.Budget, json.RawMessage(`null`)), "deployment_id": nil,
 		"outcome_evaluations": []any{},
-		"stats":               map[string]float64{"active_seconds": 0, "duration_seconds": end.Sub(s.CreatedAt).Seconds()},
+		"stats":               map[string]float64{"active_seconds": s.ActiveSeconds, "duration_seconds": end.Sub(s.CreatedAt).Seconds()},
 		"usage":               usage,
 		"created_at":          s.CreatedAt.UTC(), "updated_at": s.UpdatedAt.UTC(), "archived_at": archived,
 	}

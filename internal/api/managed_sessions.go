@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -108,33 +107,27 @@ func (m *managed) createSession(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, err)
 		return
 	}
-	s, err := m.st.CreateManagedSession(r.Context(), &store.ManagedSession{
-		ID: sessionID, TenantID: tenant(r), AgentID: agent.ID, AgentVersion: agent.Version,
-		EnvironmentID: env.ID, Doc: mustJSON(d),
+	// The session, its resources and its initial events are one
+	// transaction: a crash never leaves a session without what it was
+	// created with.
+	s, stored, rs, err := m.st.CreateManagedSessionWith(r.Context(), store.NewManagedSession{
+		Session: store.ManagedSession{ID: sessionID, TenantID: tenant(r), AgentID: agent.ID, AgentVersion: agent.Version,
+			EnvironmentID: env.ID, Doc: mustJSON(d)},
+		Resources: rs, Events: evs,
 	})
 	if err != nil {
-		m.writeError(w, r, err)
+		m.writeError(w, r, inputErr(err))
 		return
 	}
 	if len(rs) > 0 {
-		// Checked above; a failure now (the store) must not leave a
-		// session without the resources it was asked with.
-		if rs, err = m.resources.Create(r.Context(), rs); err != nil {
-			_ = m.st.DeleteManagedSession(context.WithoutCancel(r.Context()), s.ID)
-			m.writeError(w, r, inputErr(err))
-			return
-		}
 		list := make([]map[string]any, 0, len(rs))
 		for _, x := range rs {
 			list = append(list, resources.Render(x))
 		}
 		d.Resources = mustJSON(list)
 	}
-	if len(evs) > 0 {
-		if _, err := m.events.Append(r.Context(), s.ID, evs); err != nil {
-			m.writeError(w, r, err)
-			return
-		}
+	if len(stored) > 0 {
+		m.events.Publish(s.ID, stored)
 		m.wake(s.ID)
 	}
 	writeJSON(w, http.StatusOK, sessionJSON(s, d, session.StatusIdle, m.now()))

@@ -250,7 +250,7 @@ func OpenStore(ctx context.Context, cfg config.Config) (store.Store, error) {
 		}
 		return st, nil
 	default:
-		st, err := sqlite.Open(ctx, cfg.StatePath())
+		st, err := sqlite.Open(ctx, cfg.StatePath(), sqliteFaults(cfg.Home)...)
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite store %s: %w", cfg.StatePath(), err)
 		}

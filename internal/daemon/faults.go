@@ -5,6 +5,7 @@ package daemon
 import (
 	"github.com/agentkernel/agentkernel/internal/blob"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
+	"github.com/agentkernel/agentkernel/internal/store/sqlite"
 )
 
 // sandboxFaults is nil in production builds; crash tests build with
@@ -16,3 +17,6 @@ func sandboxBlobs(_ string, b blob.Store) blob.Store { return b }
 
 // fileFaults is nil in production builds (files.Config.BeforeRecord).
 func fileFaults(string) func(key string) { return nil }
+
+// sqliteFaults adds no store options in production builds.
+func sqliteFaults(string) []sqlite.Option { return nil }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/blob"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
+	"github.com/agentkernel/agentkernel/internal/store/sqlite"
 )
 
 // Sandbox failpoints (crash-test builds only). While $home/failpoint-<name>
@@ -77,6 +78,20 @@ func (h *hangAfterFirstRead) Read(p []byte) (int, error) {
 // answer yet.
 func fileFaults(home string) func(key string) {
 	return func(key string) { hangIfArmed(home, "file-record-hang", key) }
+}
+
+// sqliteFaults: session-migrate-hang hangs inside a session's transaction
+// of the move to the one session model (its rows copied, the old ones not
+// yet deleted, nothing committed) — in the session the flag file names, or
+// the first one when it names none.
+func sqliteFaults(home string) []sqlite.Option {
+	return []sqlite.Option{sqlite.WithSessionMigrationHook(func(id string) {
+		want, err := os.ReadFile(filepath.Join(home, "failpoint-session-migrate-hang"))
+		if err == nil && len(want) > 0 && strings.TrimSpace(string(want)) != id {
+			return
+		}
+		hangIfArmed(home, "session-migrate-hang", id)
+	})}
 }
 
 func hangIfArmed(home, name, what string) {

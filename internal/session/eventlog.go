@@ -99,6 +99,11 @@ func (l *EventLog) Append(ctx context.Context, sessionID string, evs []store.New
 	return req.out, nil
 }
 
+// Publish hands events that are already durable (a store transaction
+// wrote them with more than events, e.g. a turn's end) to the session's
+// live subscribers, as Append does after its commit.
+func (l *EventLog) Publish(sessionID string, evs []store.SessionEvent) { l.publish(sessionID, evs) }
+
 func (l *EventLog) publish(sessionID string, evs []store.SessionEvent) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()

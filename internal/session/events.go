@@ -62,8 +62,15 @@ func stopReason(typ string, eventIDs []string) map[string]any {
 	return sr
 }
 
+// idleEvent is session.status_idle. stop_details is null unless there is
+// more to report than the stop reason: a refusal carries its details
+// (category and explanation null: the providers give neither).
 func idleEvent(sr map[string]any) store.NewEvent {
-	return newEvent(EventStatusIdle, map[string]any{"stop_reason": sr})
+	var details any
+	if sr["type"] == StopRefusal {
+		details = map[string]any{"type": "refusal", "category": nil, "explanation": nil}
+	}
+	return newEvent(EventStatusIdle, map[string]any{"stop_reason": sr, "stop_details": details})
 }
 
 // errorEvent is session.error; kind is the SDK's error type

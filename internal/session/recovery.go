@@ -173,7 +173,7 @@ func (w *worker) recoverTurn(ctx context.Context, s *store.ManagedSession, old *
 	}
 	r.log.InfoContext(ctx, "recovering turn", "session", w.id, "turn_seq", row.TurnSeq, "attempt", row.RecoveryAttempts, "old_owner", old.Owner)
 	if row.RecoveryAttempts > r.cfg.MaxRecoveries {
-		w.forceIdle(ctx, row)
+		w.forceIdle(ctx, s, row)
 		return true
 	}
 	w.turn(ctx, s, row)
@@ -184,7 +184,7 @@ func (w *worker) recoverTurn(ctx context.Context, s *store.ManagedSession, old *
 // every tool call left open, the row deleted and session.status_idle with
 // stop reason retries_exhausted. The user's message is reported, never
 // silently dropped.
-func (w *worker) forceIdle(ctx context.Context, row *store.RunRow) {
+func (w *worker) forceIdle(ctx context.Context, s *store.ManagedSession, row *store.RunRow) {
 	r := w.r
 	r.log.WarnContext(ctx, "turn recovery gave up", "session", w.id, "turn_seq", row.TurnSeq, "attempts", row.RecoveryAttempts-1)
 	tail := []store.NewEvent{}
@@ -196,8 +196,10 @@ func (w *worker) forceIdle(ctx context.Context, row *store.RunRow) {
 	tail = append(tail, exhaustedEvent(fmt.Sprintf(
 		"the turn was recovered %d times without making progress and was stopped; send the message again to retry", row.RecoveryAttempts-1)))
 	tail = append(tail, w.notRunResults()...)
-	ts := &turnState{turnSeq: row.TurnSeq, runningSeq: max(w.conv.runningSeq, row.TurnSeq)}
-	w.end(context.WithoutCancel(ctx), ts, map[string]any{"type": StopRetriesExhausted}, tail)
+	ts := &turnState{s: s, turnSeq: row.TurnSeq, runningSeq: max(w.conv.runningSeq, row.TurnSeq), recovered: true}
+	w.startWorkspace(ctx, ts)
+	w.end(context.WithoutCancel(ctx), ts, map[string]any{"type": StopRetriesExhausted}, store.RunFailed,
+		"recovery gave up: the turn made no progress", tail)
 }
 
 // exhaustedEvent is the session.error of a turn recovery gave up on.

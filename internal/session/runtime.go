@@ -17,9 +17,11 @@ import (
 )
 
 // Appender persists events and publishes them to live subscribers
-// (*EventLog).
+// (*EventLog). Publish hands live subscribers events a larger store
+// transaction (a step's or a turn's end) has already made durable.
 type Appender interface {
 	Append(ctx context.Context, sessionID string, evs []store.NewEvent) ([]store.SessionEvent, error)
+	Publish(sessionID string, evs []store.SessionEvent)
 }
 
 // Models resolves a model id to its provider (*model.Registry).
@@ -43,11 +45,23 @@ type PackageLayers interface {
 }
 
 // Store is what the runtime keeps in the store: sessions, events and run
-// rows, and the op journal, stream chunks and background tasks of
-// crash-proof turns.
+// rows, the steps and turn ends that checkpoint them (one session model),
+// the interrupt flag, and the op journal, stream chunks and background
+// tasks of crash-proof turns.
 type Store interface {
 	store.ManagedStore
 	store.OpStore
+	GetLatestCheckpoint(ctx context.Context, sessionID string) (*store.Checkpoint, error)
+	CheckInterruptFlag(ctx context.Context, id string) (store.InterruptFlag, error)
+	ClearInterruptFlag(ctx context.Context, id string) error
+}
+
+// Workspaces snapshots a session's workspace at a step boundary, for the
+// checkpoint that closes the step (fork and rewind start from it).
+type Workspaces interface {
+	// Snapshot stores the sandbox's workspace as it is now and returns the
+	// snapshot's id.
+	Snapshot(ctx context.Context, tenantID, sandboxID string) (string, error)
 }
 
 // RuntimeConfig configures a Runtime.
@@ -91,6 +105,9 @@ type RuntimeConfig struct {
 	// Context are the layers that fill a session's sandbox beyond its
 	// workspace and take back what a turn leaves (see ContextHook).
 	Context []ContextHook
+	// Workspaces, when set, snapshots the session's workspace at every step
+	// boundary that ran a tool which may write; nil records no snapshot.
+	Workspaces Workspaces
 	// Packages, when set, gives the package layer of an environment: the
 	// session's sandbox is created once it is built (the first tool call
 	// waits), with the metadata it returns; a failed build fails the tool

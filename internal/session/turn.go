@@ -38,6 +38,13 @@ type turnState struct {
 	// held is the last model call's span end, appended with the turn's
 	// closing events (one write fewer per turn).
 	held []store.NewEvent
+	// step is the model step the turn is at: the StepCount of the next
+	// checkpoint.
+	step int64
+	// workspace is the workspace snapshot of the last checkpoint; dirty
+	// says a tool that may write ran since (see turn_steps.go).
+	workspace string
+	dirty     bool
 }
 
 // errLostRow: another process took the run row over (its lease expired);
@@ -83,19 +90,31 @@ func (w *worker) turn(ctx context.Context, s *store.ManagedSession, rec *store.R
 		w.conv = nil
 		return
 	}
+	w.startWorkspace(ctx, ts)
 
 	stopWatch := w.watch(tctx, abort, ts)
-	sr, terr := w.loop(tctx, ts)
+	var (
+		sr   map[string]any
+		terr error
+	)
+	if rec != nil && w.interrupted(tctx) {
+		// The user interrupted the turn while no process ran it: it
+		// ends here instead of going on.
+		terr = errInterrupt
+	} else {
+		sr, terr = w.loop(tctx, ts)
+	}
 	stopWatch()
 
 	tail := ts.held
 	cause := context.Cause(tctx)
+	status := store.RunCompleted
 	switch {
 	case terr == nil:
-	case errors.Is(cause, errInterrupt):
-		sr = stopReason(StopEndTurn, nil)
+	case errors.Is(cause, errInterrupt), errors.Is(terr, errInterrupt):
+		sr, status = stopReason(StopEndTurn, nil), store.RunInterrupted
 	case errors.Is(cause, errDestroying):
-		sr = stopReason(StopEndTurn, nil)
+		sr, status = stopReason(StopEndTurn, nil), store.RunInterrupted
 	case ctx.Err() != nil, errors.Is(cause, errLostRow):
 		// Shutdown (or another process owns the turn now): the run row
 		// stays, and recovery goes on with the turn from the store.
@@ -105,12 +124,19 @@ func (w *worker) turn(ctx context.Context, s *store.ManagedSession, rec *store.R
 	default:
 		r.log.WarnContext(fctx, "turn failed", "session", w.id, "err", terr)
 		tail = append(tail, errorEvent(errorKind(terr), terr.Error()))
-		sr = stopReason(StopEndTurn, nil)
+		sr, status = stopReason(StopEndTurn, nil), store.RunFailed
 	}
 	if terr != nil {
 		tail = append(tail, w.notRunResults()...)
 	}
-	w.end(fctx, ts, sr, tail)
+	w.end(fctx, ts, sr, status, errText(terr), tail)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // begin inserts the run row and appends session.status_running.
@@ -127,6 +153,11 @@ func (w *worker) begin(ctx context.Context, ts *turnState) bool {
 		return false
 	}
 	ts.row = got
+	// An interrupt sent while no turn ran is not this turn's (the flag
+	// is the durable fact of an interrupt; see watch and loop).
+	if err := r.cfg.Store.ClearInterruptFlag(ctx, w.id); err != nil {
+		r.log.WarnContext(ctx, "clear interrupt flag", "session", w.id, "err", err)
+	}
 	r.failpoint(FailAfterRunRow)
 	evs, err := r.cfg.Events.Append(ctx, w.id, []store.NewEvent{newEvent(EventStatusRunning, nil)})
 	if err != nil {
@@ -172,6 +203,19 @@ func (w *worker) resume(ctx context.Context, ts *turnState, rec *store.RunRow) b
 	return true
 }
 
+// interrupted checks and clears the session's interrupt flag (seed 004):
+// appending user.interrupt sets it in the same transaction, so it holds
+// an interrupt that arrived while the turn was between steps or while no
+// process ran it.
+func (w *worker) interrupted(ctx context.Context) bool {
+	f, err := w.r.cfg.Store.CheckInterruptFlag(ctx, w.id)
+	if err != nil {
+		w.r.log.WarnContext(ctx, "check interrupt flag", "session", w.id, "err", err)
+		return false
+	}
+	return f.Set
+}
+
 // notRunResults gives the tool calls an ended turn did not get to run a
 // result, so every agent.tool_use in the trajectory has one.
 func (w *worker) notRunResults() []store.NewEvent {
@@ -184,35 +228,40 @@ func (w *worker) notRunResults() []store.NewEvent {
 	return out
 }
 
-// end closes a turn: usage and stop reason, then the row, then the event,
-// so a client that sees status_idle and reads the session sees it idle,
-// with its totals. The turn's partial model output goes with the row.
-func (w *worker) end(ctx context.Context, ts *turnState, sr map[string]any, tail []store.NewEvent) {
+// end closes a turn in ONE store transaction (store.EndTurn): the tail
+// events and session.status_idle, the checkpoint after them, the run's
+// status, usage and end, and the session's stop reason, cursor and
+// totals — so a client that sees status_idle and reads the session sees
+// it idle, with its totals. The turn's partial model output goes after.
+func (w *worker) end(ctx context.Context, ts *turnState, sr map[string]any, status store.RunStatus, errMsg string, tail []store.NewEvent) {
 	r := w.r
 	r.turnEndContext(ctx, ts.s)
 	srJSON, _ := json.Marshal(sr)
-	if _, err := r.updateSession(ctx, w.id, func(s *store.ManagedSession) bool {
-		s.StopReason = srJSON
-		s.ProcessedSeq = max(s.ProcessedSeq, ts.runningSeq)
-		if ts.usage != (model.Usage{}) {
-			s.Usage = addUsage(s.Usage, ts.usage)
+	var sessionUsage json.RawMessage
+	if ts.usage != (model.Usage{}) {
+		cur, err := r.cfg.Store.GetManagedSession(ctx, w.id)
+		if err != nil {
+			r.log.WarnContext(ctx, "session usage", "session", w.id, "err", err)
+		} else {
+			sessionUsage = addUsage(cur.Usage, ts.usage)
 		}
-		return true
-	}); err != nil && !errors.Is(err, store.ErrNotFound) {
-		r.log.WarnContext(ctx, "session usage", "session", w.id, "err", err)
 	}
-	if err := r.cfg.Store.DeleteRunRow(ctx, w.id, r.cfg.Owner); err != nil && !errors.Is(err, store.ErrNotFound) {
-		r.log.ErrorContext(ctx, "delete run row", "session", w.id, "err", err)
+	turnUsage, _ := json.Marshal(usageJSON(ts.usage))
+	tail = append(tail, idleEvent(sr))
+	evs, _, err := r.cfg.Store.EndTurn(ctx, store.EndTurn{
+		SessionID: w.id, Owner: r.cfg.Owner, Status: status, Error: errMsg, StopReason: srJSON,
+		ProcessedSeq: ts.runningSeq, Usage: turnUsage, SessionUsage: sessionUsage, Events: tail,
+		Step: ts.step, Workspace: w.snapshot(ctx, ts),
+	})
+	if err != nil {
+		r.log.ErrorContext(ctx, "end turn", "session", w.id, "err", err)
+		w.conv = nil
+		return
 	}
+	r.cfg.Events.Publish(w.id, evs)
+	w.appended(ctx, evs)
 	if err := r.cfg.Store.DeleteStreamChunks(ctx, w.id, ts.turnSeq); err != nil {
 		r.log.WarnContext(ctx, "delete stream chunks", "session", w.id, "err", err)
-	}
-	tail = append(tail, idleEvent(sr))
-	if evs, err := r.cfg.Events.Append(ctx, w.id, tail); err != nil {
-		r.log.ErrorContext(ctx, "append status_idle", "session", w.id, "err", err)
-		w.conv = nil
-	} else {
-		w.appended(ctx, evs)
 	}
 }
 

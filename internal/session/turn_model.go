@@ -64,6 +64,12 @@ func (w *worker) loop(ctx context.Context, ts *turnState) (map[string]any, error
 		}
 	}
 	for n := 0; n < r.cfg.MaxSteps; n, step = n+1, step+1 {
+		// Between steps the interrupt flag is honoured (seed 004): an
+		// interrupt the live watch missed still ends the turn here.
+		if n > 0 && w.interrupted(ctx) {
+			return nil, errInterrupt
+		}
+		ts.step = step
 		req := &model.Request{Model: prov.Model, MaxTokens: prov.MaxTokens, System: system,
 			Messages: w.conv.messages(), Tools: ts.tools.Tools}
 		resp, err := w.modelCall(ctx, ts, prov.Provider, req, step)

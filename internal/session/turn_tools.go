@@ -18,13 +18,15 @@ import (
 // Custom tools and unconfirmed calls stay open.
 // step is the model step the calls belong to (their op journal position).
 func (w *worker) runAllowed(ctx context.Context, ts *turnState, step int64) error {
-	pending := append([]*call(nil), w.conv.open...)
-	for _, cl := range pending {
+	var todo []*call
+	for _, cl := range w.conv.open {
+		if !cl.custom && !(cl.ask && cl.decision == "") {
+			todo = append(todo, cl)
+		}
+	}
+	for i, cl := range todo {
 		if ctx.Err() != nil {
 			return ctx.Err()
-		}
-		if cl.custom || (cl.ask && cl.decision == "") {
-			continue
 		}
 		var (
 			text    string
@@ -55,11 +57,20 @@ func (w *worker) runAllowed(ctx context.Context, ts *turnState, step int64) erro
 			content = textContent(text)
 		}
 		ev := resultEvent(cl, content, isError)
-		evs, aerr := w.r.cfg.Events.Append(context.WithoutCancel(ctx), w.id, []store.NewEvent{ev})
+		var aerr error
+		if i == len(todo)-1 && err == nil {
+			// The step's last result closes the step: it is stored with
+			// the step's checkpoint, in one transaction.
+			aerr = w.commitStep(context.WithoutCancel(ctx), ts, step, []store.NewEvent{ev})
+		} else {
+			var evs []store.SessionEvent
+			if evs, aerr = w.r.cfg.Events.Append(context.WithoutCancel(ctx), w.id, []store.NewEvent{ev}); aerr == nil {
+				w.appended(ctx, evs)
+			}
+		}
 		if aerr != nil {
 			return aerr
 		}
-		w.appended(ctx, evs)
 		if err != nil {
 			return err
 		}
@@ -91,6 +102,9 @@ func (w *worker) runTool(ctx context.Context, ts *turnState, cl *call, step int6
 	}
 	if err := r.prepareContext(ctx, ts.s, sbID); err != nil {
 		return "", false, err
+	}
+	if !readOnlyTools[cl.name] {
+		ts.dirty = true
 	}
 	res, err := w.journalledTool(ctx, ts, cl, step, sbID)
 	if err != nil {

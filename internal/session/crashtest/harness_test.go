@@ -124,6 +124,14 @@ func (n *node) url() string { return "http://" + n.addr }
 // start runs serve and waits until it answers.
 func (n *node) start() {
 	n.t.Helper()
+	n.spawn()
+	n.waitHealthy()
+}
+
+// spawn runs serve without waiting for it (it may hang at a failpoint
+// before it listens).
+func (n *node) spawn() {
+	n.t.Helper()
 	n.stderr = &lockedBuffer{b: &bytes.Buffer{}}
 	n.cmd = exec.Command(n.bin, "serve", "--listen", n.addr, "--home", n.home, "--config", filepath.Join(n.home, "agentkernel.toml"))
 	n.cmd.Dir = n.home
@@ -138,6 +146,11 @@ func (n *node) start() {
 	if err := n.cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}
+}
+
+// waitHealthy waits until the spawned daemon answers and reads its key.
+func (n *node) waitHealthy() {
+	n.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(n.url() + "/healthz")
