@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,12 +47,24 @@ type Config struct {
 	// (default DefaultInterval).
 	Interval time.Duration
 
+	// Delegates collect the blobs under their own prefixes (blobs that
+	// other blobs reference, which no row knows): the generic pass leaves
+	// those prefixes alone and calls each delegate once per pass.
+	Delegates []Delegate
+
 	Clock    clock.Clock
 	Log      *slog.Logger
 	Registry prometheus.Registerer
 	// Collected, when set, receives the report of every pass the loop runs
 	// (a test signal).
 	Collected chan<- Report
+}
+
+// Delegate collects the blobs under Prefix, with the collector's grace
+// period and clock.
+type Delegate interface {
+	Prefix() string
+	Collect(ctx context.Context, grace time.Duration, now time.Time) error
 }
 
 // Report says what one pass did.
@@ -162,6 +175,16 @@ func (c *Collector) loop(ctx context.Context, done chan struct{}) {
 	}
 }
 
+// delegated: a delegate collects key.
+func (c *Collector) delegated(key string) bool {
+	for _, d := range c.cfg.Delegates {
+		if strings.HasPrefix(key, d.Prefix()) {
+			return true
+		}
+	}
+	return false
+}
+
 // CollectOnce runs one pass now.
 func (c *Collector) CollectOnce(ctx context.Context) Report {
 	var rep Report
@@ -182,6 +205,9 @@ func (c *Collector) CollectOnce(ctx context.Context) Report {
 			fail(fmt.Errorf("list blobs: %w", err))
 			continue
 		}
+		if c.delegated(info.Key) {
+			continue
+		}
 		rep.Scanned++
 		if !info.ModTime.Before(cutoff) {
 			rep.Young++
@@ -194,6 +220,14 @@ func (c *Collector) CollectOnce(ctx context.Context) Report {
 	}
 	if len(batch) > 0 {
 		c.collect(ctx, batch, &rep, fail)
+	}
+	for _, d := range c.cfg.Delegates {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := d.Collect(ctx, c.cfg.Grace, c.clock.Now()); err != nil {
+			fail(fmt.Errorf("collect %s: %w", d.Prefix(), err))
+		}
 	}
 	if tr, ok := c.cfg.Blobs.(blob.TempRemover); ok && ctx.Err() == nil {
 		t, err := tr.RemoveTemp(ctx, cutoff)

@@ -250,3 +250,42 @@ func metric(t *testing.T, reg *prometheus.Registry, name, kind string) float64 {
 	t.Fatalf("no metric %s{kind=%q}", name, kind)
 	return 0
 }
+
+// delegate records its calls and deletes nothing.
+type delegate struct {
+	prefix string
+	calls  int
+	grace  time.Duration
+}
+
+func (d *delegate) Prefix() string { return d.prefix }
+func (d *delegate) Collect(_ context.Context, grace time.Duration, _ time.Time) error {
+	d.calls++
+	d.grace = grace
+	return nil
+}
+
+// TestDelegatedPrefixIsLeftToItsCollector: blobs under a delegate's
+// prefix are not the generic pass's (no row holds them: other blobs do);
+// the delegate runs once per pass with the collector's grace.
+func TestDelegatedPrefixIsLeftToItsCollector(t *testing.T) {
+	e := newEnv(t)
+	e.put("wsnap/c/ab/abcd", 10, 2*time.Hour)
+	e.put("loose/x", 10, 2*time.Hour)
+	d := &delegate{prefix: "wsnap/"}
+	gc, err := blobgc.New(blobgc.Config{Blobs: e.blobs, Refs: e.st, Grace: time.Hour, Clock: e.clock,
+		Registry: e.reg, Delegates: []blobgc.Delegate{d}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := gc.CollectOnce(e.ctx)
+	if rep.Err != nil || rep.Blobs != 1 || rep.Scanned != 1 {
+		t.Fatalf("pass: %+v; want the loose blob alone scanned and collected", rep)
+	}
+	if !e.exists("wsnap/c/ab/abcd") || e.exists("loose/x") {
+		t.Fatal("the delegated blob was collected, or the loose one kept")
+	}
+	if d.calls != 1 || d.grace != time.Hour {
+		t.Fatalf("delegate called %d times with grace %v", d.calls, d.grace)
+	}
+}
