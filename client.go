@@ -45,6 +45,9 @@ type Client struct {
 	Sandboxes *SandboxesService
 	// Objects calls and manages durable objects.
 	Objects *ObjectsService
+	// Sessions forks and rewinds Managed Agents sessions (the official
+	// Anthropic SDKs drive the rest).
+	Sessions *SessionsService
 }
 
 // Option configures a Client.
@@ -92,6 +95,7 @@ func New(opts ...Option) *Client {
 	c.Tenants = &TenantsService{c: c}
 	c.Sandboxes = &SandboxesService{c: c}
 	c.Objects = &ObjectsService{c: c}
+	c.Sessions = &SessionsService{c: c}
 	return c
 }
 

@@ -170,6 +170,9 @@ func (w *ownWalker) newCase(t *testing.T, route string, typ reflect.Type, l leaf
 		path = fmt.Sprintf("/v1/objects/counter/walk-%s/%s", c.marker, path[strings.LastIndex(path, "/")+1:])
 	case strings.HasPrefix(route, "POST /v1/tickets/{id}"):
 		path = "/v1/tickets/" + w.ticket + "/results"
+	case strings.HasPrefix(route, "POST /v1/sessions/{id}/"):
+		sid, _ := c.state["session"].(string)
+		path = "/v1/sessions/" + sid + path[strings.LastIndex(path, "/"):]
 	}
 	c.send = func() (int, map[string]any) {
 		body := map[string]any{}
@@ -185,6 +188,17 @@ func (w *ownWalker) newCase(t *testing.T, route string, typ reflect.Type, l leaf
 		return w.do(t, "POST", path, body)
 	}
 	return c
+}
+
+// walkSession is a session with one ended turn (no model serves the walk
+// model: it ends with session.error), for fork and rewind.
+func (w *ownWalker) walkSession(t *testing.T) (string, []map[string]any) {
+	t.Helper()
+	if w.envID == "" {
+		w.envID = w.create(t, "/v1/environments", map[string]any{"name": "walk"})["id"].(string)
+	}
+	sid := w.session(t, w.agent(t, nil))
+	return sid, w.say(t, sid, "walk")
 }
 
 // base sets the other fields a body needs besides the one being tried.
@@ -575,6 +589,24 @@ func ownRules(w *ownWalker) []fieldRule {
 		}).does(w.echoes(byID("/v1/tasks/"), ".transcript_path")),
 
 		// Tickets and their results.
+		// Fork and rewind start from the event named.
+		rule(`^POST /v1/sessions/\{id\}/(fork|rewind) \.event_id$`).with(func(t *testing.T, c *fieldCase) any {
+			sid, evs := w.walkSession(t)
+			c.state["session"] = sid
+			return evs[0]["id"]
+		}).does(func(t *testing.T, c *fieldCase) {
+			out := created(t, c)
+			if out == nil {
+				return
+			}
+			lin, key := out["lineage"], "forked_from"
+			if strings.HasSuffix(c.body, "/rewind") {
+				lin, key = out["branch"].(map[string]any)["lineage"], "branch_of"
+			}
+			if at := jsonAt(lin, "."+key+".at_seq"); at != 1.0 {
+				t.Errorf("%s .event_id = the first event: lineage %v, want it at seq 1", c.body, lin)
+			}
+		}),
 		rule(`^POST /v1/tickets \.(title|description)$`).does(func(t *testing.T, c *fieldCase) {
 			c.state["base"] = map[string]any{"title": "walk"}
 			w.echoes(byID("/v1/tickets/"), c.leaf.path)(t, c)

@@ -44,6 +44,8 @@ var requestBodies = map[string]any{
 	"POST /v1/sessions":                          ManagedBody("BetaSessionNewParams"),
 	"POST /v1/sessions/{id}":                     ManagedBody("BetaSessionUpdateParams"),
 	"POST /v1/sessions/{id}/events":              ManagedBody("BetaSessionEventSendParams"),
+	"POST /v1/sessions/{id}/fork":                eventRef{},
+	"POST /v1/sessions/{id}/rewind":              eventRef{},
 	"POST /v1/sessions/{id}/resources":           ManagedBody("BetaSessionResourceAddParams"),
 	"POST /v1/sessions/{id}/resources/{rid}":     ManagedBody("BetaSessionResourceUpdateParams"),
 	"POST /v1/vaults":                            ManagedBody("BetaVaultNewParams"),

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentkernel/agentkernel/internal/lineage"
 	"github.com/agentkernel/agentkernel/internal/memory"
 	"github.com/agentkernel/agentkernel/internal/packages"
 	"github.com/agentkernel/agentkernel/internal/resources"
@@ -54,6 +55,8 @@ type ManagedOptions struct {
 	// Resources serves sessions' resources when set (the store must hold
 	// them too); without it `resources` is refused.
 	Resources *resources.Service
+	// Lineage serves fork, rewind, branches and history when set.
+	Lineage *lineage.Service
 }
 
 // managed holds the Managed Agents handlers' dependencies.
@@ -105,6 +108,9 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 
 	if o.Resources != nil {
 		s.registerResourceRoutes(m)
+	}
+	if o.Lineage != nil {
+		s.registerLineageRoutes(m, o.Lineage)
 	}
 	if vst, ok := o.Store.(store.VaultStore); ok && o.Vaults != nil {
 		s.registerVaultRoutes(m, vst, o.Vaults)

@@ -116,7 +116,7 @@ func sessionJSON(s *store.ManagedSession, d sessionDoc, status string, now time.
 	if vaults == nil {
 		vaults = []string{}
 	}
-	return map[string]any{
+	out := map[string]any{
 		"id": s.ID, "type": "session", "status": status,
 		"agent": orDefault(d.Agent, json.RawMessage(`null`)), "environment_id": s.EnvironmentID,
 		"title": d.Title, "metadata": orEmptyMap(d.Metadata),
@@ -127,6 +127,12 @@ func sessionJSON(s *store.ManagedSession, d sessionDoc, status string, now time.
 		"usage":               usage,
 		"created_at":          s.CreatedAt.UTC(), "updated_at": s.UpdatedAt.UTC(), "archived_at": archived,
 	}
+	if l := lineageJSON(s); l != nil {
+		// agentkernel's own: a fork's source, or the session an abandoned
+		// branch was cut from.
+		out["lineage"] = l
+	}
+	return out
 }
 
 func decodeSessionDoc(b []byte) (sessionDoc, error) {

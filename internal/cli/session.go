@@ -19,6 +19,9 @@ func sessionCommand() command {
 		{name: "tail", summary: "show a session's events as they happen", run: sessionTail},
 		{name: "ls", aliases: []string{"list"}, summary: "list sessions", run: sessionList},
 		{name: "rm", aliases: []string{"delete"}, summary: "delete a session and its sandbox", run: sessionRemove},
+		{name: "fork", summary: "fork a session at an event, workspace included; print the new id", run: sessionFork},
+		{name: "rewind", summary: "take a session back to an event (what it cuts off stays as a branch)", run: sessionRewind},
+		{name: "history", summary: "show a session's turns, lineage and branches", run: sessionHistory},
 	}}
 }
 

@@ -36,9 +36,17 @@ func sessionTail(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, raw := range hist {
+	var marks map[int64][]string
+	if *fromStart && !cf.json {
+		marks = branchMarks(ctx, cf.client(m), t.id)
+	}
+	for i, raw := range hist {
 		if *fromStart {
 			t.show(raw)
+			// Events are numbered from 1: the i-th listed is event i+1.
+			for _, b := range marks[int64(i+1)] {
+				fmt.Fprintf(m.Stdout, "── rewound here: what followed is branch %s ──\n", b)
+			}
 		} else {
 			t.observe(raw)
 		}

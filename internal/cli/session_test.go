@@ -178,3 +178,82 @@ func TestMissingModelKey(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionForkRewindHistory: session fork, rewind and history, and the
+// trajectory view marking where a rewind cut a branch off.
+func TestSessionForkRewindHistory(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "demo.json")
+	if err := os.WriteFile(script, []byte(`{"loop": true, "turns": [
+  {"text": "Writing.", "tool_calls": [{"name": "bash", "input": {"command": "echo x >> log && wc -l < log"}}]},
+  {"text": "Written."}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, func(c *config.Config) {
+		c.Models = map[string]config.ModelConfig{"demo": {Provider: config.ProviderScripted, File: script}}
+	})
+	run := inProcess(t, d)
+	agent, _ := run(0, "agent", "create", "--name", "w", "--model", "demo")
+	env, _ := run(0, "env", "create", "--name", "e")
+	out, _ := run(0, "session", "new", "--agent", strings.TrimSpace(agent), "--env", strings.TrimSpace(env))
+	sess := strings.TrimSpace(out)
+	run(0, "session", "send", sess, "first", "--wait")
+	run(0, "session", "send", sess, "second", "--wait")
+	out, _ = run(0, "session", "tail", sess, "--from-start", "--until-idle", "--json")
+	var result, second string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var e struct {
+			ID, Type string
+			Content  []struct{ Text string }
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == "agent.tool_result" && result == "" {
+			result = e.ID
+		}
+		if e.Type == "user.message" && len(e.Content) > 0 && e.Content[0].Text == "second" {
+			second = e.ID
+		}
+	}
+	if result == "" || second == "" {
+		t.Fatalf("no tool result or second message in %s", out)
+	}
+
+	fork, stderr := run(0, "session", "fork", sess, "--at", result)
+	fork = strings.TrimSpace(fork)
+	if !strings.HasPrefix(fork, "sesn_") || !strings.Contains(stderr, "forked "+sess) {
+		t.Fatalf("fork: %q %q", fork, stderr)
+	}
+	if out, _ := run(0, "session", "history", fork); !strings.Contains(out, "forked from "+sess) {
+		t.Fatalf("history of the fork: %q", out)
+	}
+	// The fork's log has the one line written up to its point (the script
+	// plays by the conversation's length: its bash call comes second).
+	run(0, "session", "send", fork, "again", "--wait")
+	if out, _ := run(0, "session", "send", fork, "and again", "--wait"); !strings.Contains(out, "result    bash\n                    2\n") {
+		t.Fatalf("a turn on the fork: %q", out)
+	}
+
+	branch, stderr := run(0, "session", "rewind", sess, second)
+	branch = strings.TrimSpace(branch)
+	if !strings.HasPrefix(branch, "sesn_") || !strings.Contains(stderr, "branch "+branch) {
+		t.Fatalf("rewind: %q %q", branch, stderr)
+	}
+	// The rewind went back to the second message: the agent answers it
+	// again, after the mark of the branch it cut off.
+	out, _ = run(0, "session", "tail", sess, "--from-start", "--until-idle")
+	inOrder(t, out, "user      first", "status    idle", "user      second",
+		"rewound here: what followed is branch "+branch, "status    running", "status    idle")
+	out, _ = run(0, "session", "history", sess)
+	inOrder(t, out, "TURN", "completed", "completed", "BRANCH", branch)
+	// The branch keeps the turn it cut off.
+	out, _ = run(0, "session", "history", branch)
+	inOrder(t, out, "abandoned branch of "+sess, "completed")
+	run(2, "session", "rewind", sess)
+	if _, stderr := run(1, "session", "rewind", sess, "sevt_nosuch"); !strings.Contains(stderr, "sevt_nosuch") {
+		t.Fatalf("rewind to an unknown event: %q", stderr)
+	}
+	if _, stderr := run(1, "session", "fork", "sesn_nosuch"); !strings.Contains(stderr, "404") {
+		t.Fatalf("fork of an unknown session: %q", stderr)
+	}
+}

@@ -34,6 +34,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/store/sqlite"
 	"github.com/agentkernel/agentkernel/internal/vault"
 	"github.com/agentkernel/agentkernel/internal/version"
+	"github.com/agentkernel/agentkernel/internal/wsnap"
 )
 
 // Daemon is a running agentkernel server.
@@ -42,6 +43,8 @@ type Daemon struct {
 	log   *slog.Logger
 	store store.Store
 	blobs *fsblob.Store
+	// snaps stores workspace snapshots (step checkpoints, forks, rewinds).
+	snaps *wsnap.Store
 	// sandboxes is the sandbox lifecycle manager; closers release driver
 	// clients at shutdown (sandboxes themselves keep running).
 	sandboxes *sandbox.Manager
@@ -119,8 +122,10 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		return nil, fmt.Errorf("open blob store %s: %w", cfg.BlobPath(), err)
 	}
 	d.blobs = blobs
+	d.snaps = wsnap.New(blobs, log.With("component", "wsnap"))
 	gc, err := blobgc.New(blobgc.Config{Blobs: blobs, Refs: st, Grace: cfg.Blob.GCGrace.D(),
-		Interval: cfg.Blob.GCInterval.D(), Log: log.With("component", "blobgc"), Registry: d.registry})
+		Interval: cfg.Blob.GCInterval.D(), Log: log.With("component", "blobgc"), Registry: d.registry,
+		Delegates: []blobgc.Delegate{snapshotGC{snaps: d.snaps, st: st}}})
 	if err != nil {
 		d.closeStores()
 		return nil, err
@@ -208,7 +213,10 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		managed.Resources = d.resources
 		d.events, d.runner = events, runner
 		d.AddService(events)
-		rt, err := newSessionRuntime(cfg, st, events, mgr, sessionServices{vaults: d.vaults, skills: d.skills, packages: pkgs, resources: d.resources}, log)
+		ws := workspaces{sandboxes: mgr, snaps: d.snaps}
+		managed.Lineage = newLineage(st, events, runner.Wake, ws, mgr, d.resources, log)
+		rt, err := newSessionRuntime(cfg, st, events, mgr, sessionServices{vaults: d.vaults, skills: d.skills, packages: pkgs,
+			resources: d.resources, workspaces: ws}, log)
 		if err != nil {
 			d.closeStores()
 			return nil, err

@@ -80,17 +80,18 @@ func fileFaults(home string) func(key string) {
 	return func(key string) { hangIfArmed(home, "file-record-hang", key) }
 }
 
-// sqliteFaults: session-migrate-hang hangs inside a session's transaction
-// of the move to the one session model (its rows copied, the old ones not
-// yet deleted, nothing committed) — in the session the flag file names, or
-// the first one when it names none.
+// sqliteFaults: <point>-hang hangs inside the SQLite store's transaction
+// at a failpoint (sqlite.WithFailpoint): session-migrate-hang in a
+// session's move to the one session model, fork-hang and rewind-hang in
+// theirs, all before the commit. A flag file that names a session hangs
+// only there.
 func sqliteFaults(home string) []sqlite.Option {
-	return []sqlite.Option{sqlite.WithSessionMigrationHook(func(id string) {
-		want, err := os.ReadFile(filepath.Join(home, "failpoint-session-migrate-hang"))
-		if err == nil && len(want) > 0 && strings.TrimSpace(string(want)) != id {
+	return []sqlite.Option{sqlite.WithFailpoint(func(point, what string) {
+		want, err := os.ReadFile(filepath.Join(home, "failpoint-"+point+"-hang"))
+		if err == nil && len(want) > 0 && strings.TrimSpace(string(want)) != what {
 			return
 		}
-		hangIfArmed(home, "session-migrate-hang", id)
+		hangIfArmed(home, point+"-hang", what)
 	})}
 }
 

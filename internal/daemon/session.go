@@ -27,6 +27,8 @@ type sessionServices struct {
 	skills    *skills.Service
 	packages  *packages.Service
 	resources *resources.Service
+	// workspaces snapshots workspaces at step boundaries and seeds forks'.
+	workspaces session.Workspaces
 }
 
 func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventLog, mgr *sandbox.Manager, svc sessionServices, log *slog.Logger) (*session.Runtime, error) {
@@ -63,6 +65,7 @@ func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventL
 		if svc.packages != nil {
 			rtCfg.Packages = svc.packages
 		}
+		rtCfg.Workspaces = svc.workspaces
 	}
 	if svc.vaults != nil {
 		rtCfg.Credentials = svc.vaults

@@ -168,6 +168,27 @@ func (s *Service) token(r *store.SessionResource) (string, error) {
 	return string(b), nil
 }
 
+// CopyFor returns the rows that give session sessionID the resources rs
+// (another session's: a fork's source): new ids, and each repository's
+// token opened and sealed again for its new id (a sealed token is bound to
+// its resource). Nothing is written.
+func (s *Service) CopyFor(rs []*store.SessionResource, sessionID string) ([]*store.SessionResource, error) {
+	out := make([]*store.SessionResource, 0, len(rs))
+	for _, r := range rs {
+		token, err := s.token(r)
+		if err != nil {
+			return nil, err
+		}
+		c := &store.SessionResource{ID: ids.New("sesrsc"), TenantID: r.TenantID, SessionID: sessionID,
+			Kind: r.Kind, MountPath: r.MountPath, Doc: r.Doc}
+		if err := s.sealToken("resources", c, token); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
 // Create writes the rows Build made.
 func (s *Service) Create(ctx context.Context, rs []*store.SessionResource) ([]*store.SessionResource, error) {
 	if len(rs) == 0 {

@@ -244,6 +244,9 @@ type CreateParams struct {
 	SessionKey  string
 	// Cold leaves the sandbox cold instead of warming it at once.
 	Cold bool
+	// Seed, when set, fills the new sandbox's empty workspace (a host
+	// directory no sandbox has seen yet) before its first start.
+	Seed func(ctx context.Context, workspace string) error
 }
 
 // HostNetworkAllowed says whether a sandbox may share the host's network.
@@ -334,6 +337,11 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Info, error) {
 	if err := os.Mkdir(m.runtimeDir(id), 0o755); err != nil {
 		return nil, err
 	}
+	if p.Seed != nil {
+		if sb, err = m.seed(ctx, sb, p.Seed); err != nil {
+			return nil, err
+		}
+	}
 	m.log.InfoContext(ctx, "sandbox created", "sandbox", id, "driver", p.Driver, "tenant", p.TenantID,
 		"memory_mb", limits.MemoryMB, "pids", limits.Pids, "cpus", limits.CPUs)
 	if p.Cold {
@@ -415,6 +423,49 @@ func (m *Manager) load(ctx context.Context, tenantID, id string) (*store.Sandbox
 		return nil, fmt.Errorf("sandbox %s: %w", id, store.ErrNotFound)
 	}
 	return sb, nil
+}
+
+// seed fills a new sandbox's workspace. The seed is the workspace from
+// now on: a backup an earlier sandbox of the same session left (a rewound
+// session's, say) is older than it and never restored over it, so the
+// sandbox starts at that backup's generation.
+func (m *Manager) seed(ctx context.Context, sb *store.Sandbox, fill func(context.Context, string) error) (*store.Sandbox, error) {
+	if err := fill(ctx, m.workspaceDir(sb.ID)); err != nil {
+		return nil, fmt.Errorf("sandbox %s: seed its workspace: %w", sb.ID, err)
+	}
+	b, err := m.cfg.Store.LatestBackup(ctx, backupKey(sb), m.clock.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		return sb, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := m.writeStamp(sb.ID, b.Generation); err != nil {
+		return nil, err
+	}
+	sb.Generation = b.Generation
+	return m.cfg.Store.UpdateSandbox(ctx, sb)
+}
+
+// WithWorkspace calls fn with the host directory of a tenant's sandbox's
+// workspace, while no hibernation, restore or destroy of that sandbox can
+// run. The directory is the sandbox's to write: fn must read it as hostile
+// (package beneath).
+func (m *Manager) WithWorkspace(ctx context.Context, tenantID, id string, fn func(dir string) error) error {
+	if _, err := m.load(ctx, tenantID, id); err != nil {
+		return err
+	}
+	e := m.entry(id)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	sb, err := m.cfg.Store.GetSandbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	if Derive(sb) == StateDestroyed {
+		return fmt.Errorf("sandbox %s is destroyed: %w", id, store.ErrNotFound)
+	}
+	return fn(m.workspaceDir(id))
 }
 
 func (m *Manager) entry(id string) *entry {

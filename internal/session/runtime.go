@@ -57,11 +57,15 @@ type Store interface {
 }
 
 // Workspaces snapshots a session's workspace at a step boundary, for the
-// checkpoint that closes the step (fork and rewind start from it).
+// checkpoint that closes the step, and fills a new sandbox from a snapshot
+// (fork and rewind start from one).
 type Workspaces interface {
 	// Snapshot stores the sandbox's workspace as it is now and returns the
 	// snapshot's id.
 	Snapshot(ctx context.Context, tenantID, sandboxID string) (string, error)
+	// Seeder returns what fills an empty workspace with the snapshot
+	// (sandbox.CreateParams.Seed).
+	Seeder(snapshot string) func(ctx context.Context, workspace string) error
 }
 
 // RuntimeConfig configures a Runtime.
@@ -295,6 +299,18 @@ func (r *Runtime) Destroy(ctx context.Context, tenantID, sessionID string) error
 	if s.SandboxID != "" && r.cfg.Sandboxes != nil {
 		if _, err := r.cfg.Sandboxes.Destroy(ctx, tenantID, s.SandboxID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("session %s: destroy sandbox %s: %w", sessionID, s.SandboxID, err)
+		}
+	}
+	// A rewind the daemon died in the middle of leaves the cut-off sandbox
+	// with the abandoned branch.
+	if branches, err := r.cfg.Store.ListBranches(ctx, sessionID); err == nil && r.cfg.Sandboxes != nil {
+		for _, b := range branches {
+			if b.SandboxID == "" {
+				continue
+			}
+			if _, err := r.cfg.Sandboxes.Destroy(ctx, tenantID, b.SandboxID); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("session %s: destroy sandbox %s of branch %s: %w", sessionID, b.SandboxID, b.ID, err)
+			}
 		}
 	}
 	r.log.InfoContext(ctx, "session terminated", "session", sessionID, "sandbox", s.SandboxID)

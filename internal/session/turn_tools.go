@@ -58,9 +58,12 @@ func (w *worker) runAllowed(ctx context.Context, ts *turnState, step int64) erro
 		}
 		ev := resultEvent(cl, content, isError)
 		var aerr error
-		if i == len(todo)-1 && err == nil {
-			// The step's last result closes the step: it is stored with
-			// the step's checkpoint, in one transaction.
+		if (i == len(todo)-1 || ts.dirty) && err == nil {
+			// The step's last result closes the step, and the result of a
+			// tool that may have written is a boundary too: each is stored
+			// with its checkpoint (and the workspace's snapshot), in one
+			// transaction, so a fork at any tool result gets the workspace
+			// exactly as it was there.
 			aerr = w.commitStep(context.WithoutCancel(ctx), ts, step, []store.NewEvent{ev})
 		} else {
 			var evs []store.SessionEvent
@@ -144,10 +147,19 @@ func (w *worker) ensureSandbox(ctx context.Context, ts *turnState) (string, erro
 		}
 	}
 	meta["agentkernel.session"] = w.id
+	var seed func(context.Context, string) error
+	if snap := ts.s.Lineage.WorkspaceSeed; snap != "" {
+		// A fork or a rewound session: its workspace starts as the
+		// snapshot its lineage names.
+		if snap == WorkspaceUnknown || r.cfg.Workspaces == nil {
+			return "", fmt.Errorf("the session's workspace starts from snapshot %q, which this daemon cannot restore", snap)
+		}
+		seed = r.cfg.Workspaces.Seeder(snap)
+	}
 	info, err := r.cfg.Sandboxes.Create(ctx, sandbox.CreateParams{
 		TenantID: ts.s.TenantID, Driver: spec.Driver, Image: spec.Image, Network: spec.Network,
 		Limits: spec.Limits, SleepAfter: spec.SleepAfter, Environment: ts.s.EnvironmentID, SessionKey: w.id,
-		Metadata: meta,
+		Metadata: meta, Seed: seed,
 	})
 	if err != nil {
 		return "", fmt.Errorf("create the session's sandbox: %w", err)

@@ -97,8 +97,9 @@ func (w *worker) drain(ctx context.Context) {
 			return
 		}
 		rec := w.takeRecovery()
-		if w.conv == nil || rec != nil {
-			// Recovery rebuilds the conversation from the store alone.
+		if w.conv == nil || rec != nil || w.rewound(ctx) {
+			// Recovery rebuilds the conversation from the store alone, and
+			// so does a worker whose log was rewound under it.
 			w.conv = newConvo()
 		}
 		if err := w.sync(ctx); err != nil {
@@ -121,6 +122,16 @@ func (w *worker) drain(ctx context.Context) {
 		}
 		w.turn(ctx, s, nil)
 	}
+}
+
+// rewound reports whether the log no longer holds, at the conversation's
+// last Seq, the event folded there (a rewind cut it off).
+func (w *worker) rewound(ctx context.Context) bool {
+	if w.conv == nil || w.conv.seq == 0 {
+		return false
+	}
+	evs, err := w.r.cfg.Store.ListEvents(ctx, store.ListEventsParams{SessionID: w.id, AfterSeq: w.conv.seq - 1, Limit: 1})
+	return err == nil && (len(evs) == 0 || evs[0].ID != w.conv.lastID)
 }
 
 // sync folds the events appended since the conversation's last Seq.

@@ -80,6 +80,9 @@ type ForkParams struct {
 	// (e.g. "not run" results and session.status_idle for a turn the fork
 	// cuts open), so the fork starts idle and consistent.
 	Append []NewEvent
+	// ProcessedSeq is the fork's queue cursor: user events after it (and
+	// before AtSeq) are answered by the fork's first turn.
+	ProcessedSeq int64
 	// Workspace is the snapshot the fork's sandbox starts from.
 	Workspace string
 	Doc       json.RawMessage // nil: the source's document
@@ -97,6 +100,9 @@ type RewindParams struct {
 	// its checkpoints, and the session's sandbox (SandboxID moves there).
 	BranchID string
 	Append   []NewEvent
+	// ProcessedSeq is the session's queue cursor after the rewind (user
+	// events after it are answered by its next turn).
+	ProcessedSeq int64
 	// Workspace is the snapshot the session's next sandbox starts from;
 	// BranchWorkspace the branch's (the workspace as the cut-off timeline
 	// left it).
@@ -116,16 +122,18 @@ type BranchStore interface {
 	EndTurn(ctx context.Context, p EndTurn) ([]SessionEvent, *Checkpoint, error)
 	// ForkManagedSession: one transaction; ErrNotFound for an unknown
 	// source, ErrInvalid (wrapped with the reason) when AtSeq is outside
-	// 1..last seq. The fork starts with every event processed
-	// (ProcessedSeq is its last seq), no usage and no active time, and a
-	// checkpoint after its last event naming Workspace.
+	// 1..last seq. The fork starts with the given ProcessedSeq, no usage
+	// and no active time, and a checkpoint after its last event naming
+	// Workspace.
 	ForkManagedSession(ctx context.Context, p ForkParams) (*ManagedSession, error)
 	// RewindManagedSession: one transaction; ErrConflict while a run is
 	// running (the caller interrupts first). The events after AtSeq, the
-	// checkpoints past it and the runs of the turns after it move to the
-	// branch; the op journal and partial model output of those turns are
+	// checkpoints past it and the runs of the turns that began after it
+	// (turn_seq >= AtSeq: the turn of a kept user message began after it)
+	// move to the branch; the op journal and partial model output of those turns are
 	// deleted (their positions will be used again). The session's sandbox
-	// is forgotten (SandboxID ""): its next one starts from Workspace.
+	// moves to the branch (its SandboxID; the caller destroys it): the
+	// session's next one starts from Workspace.
 	// Returns the session and the branch.
 	RewindManagedSession(ctx context.Context, p RewindParams) (session, branch *ManagedSession, err error)
 	// ListBranches lists the abandoned branches of a session, oldest first.

@@ -218,7 +218,7 @@ func (s *Store) ForkManagedSession(ctx context.Context, p store.ForkParams) (*st
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE sessions SET processed_seq = $2 WHERE id = $1`,
-			p.NewID, p.AtSeq+int64(len(evs))); err != nil {
+			p.NewID, min(p.ProcessedSeq, p.AtSeq+int64(len(evs)))); err != nil {
 			return mapErr("fork "+p.NewID, err)
 		}
 		if _, err := s.createResourcesTx(ctx, tx, p.Resources); err != nil {
@@ -266,9 +266,9 @@ func (s *Store) RewindManagedSession(ctx context.Context, p store.RewindParams) 
 		tag, err := tx.Exec(ctx, `INSERT INTO sessions
 			(id, tenant_id, kind, status, version, custom_state, runtime, agent_id, agent_version, environment_id,
 			 doc, usage, processed_seq, stop_reason, active_us, branch_of, branch_at_seq, branched_at, workspace_seed,
-			 forked_from, forked_at_seq, created_at, updated_at)
+			 forked_from, forked_at_seq, sandbox_id, created_at, updated_at)
 			SELECT $1, tenant_id, 'managed', 'active', 1, '{}', '{}', agent_id, agent_version, environment_id,
-			 doc, usage, processed_seq, stop_reason, active_us, id, $2, $3, $4, forked_from, forked_at_seq, $3, $3
+			 doc, usage, processed_seq, stop_reason, active_us, id, $2, $3, $4, forked_from, forked_at_seq, sandbox_id, $3, $3
 			FROM sessions WHERE id = $5 ON CONFLICT DO NOTHING`,
 			p.BranchID, p.AtSeq, now, p.BranchWorkspace, p.SessionID)
 		if err != nil {
@@ -284,12 +284,12 @@ func (s *Store) RewindManagedSession(ctx context.Context, p store.RewindParams) 
 			sql  string
 			args []any
 		}{
-			{`UPDATE runs SET session_id = $2 WHERE session_id = $1 AND turn_seq > $3`, []any{p.SessionID, p.BranchID, p.AtSeq}},
+			{`UPDATE runs SET session_id = $2 WHERE session_id = $1 AND turn_seq >= $3`, []any{p.SessionID, p.BranchID, p.AtSeq}},
 			{`UPDATE sessions SET run_count = (SELECT COALESCE(MAX(seq), 0) FROM runs WHERE session_id = $1) WHERE id = $1`, []any{p.BranchID}},
 			{`DELETE FROM messages WHERE session_id = $1 AND seq > $2`, []any{p.SessionID, p.AtSeq}},
 			{`DELETE FROM checkpoints WHERE session_id = $1 AND message_count > $2`, []any{p.SessionID, p.AtSeq}},
-			{`DELETE FROM ops WHERE session_id = $1 AND turn_seq > $2`, []any{p.SessionID, p.AtSeq}},
-			{`DELETE FROM stream_chunks WHERE session_id = $1 AND turn_seq > $2`, []any{p.SessionID, p.AtSeq}},
+			{`DELETE FROM ops WHERE session_id = $1 AND turn_seq >= $2`, []any{p.SessionID, p.AtSeq}},
+			{`DELETE FROM stream_chunks WHERE session_id = $1 AND turn_seq >= $2`, []any{p.SessionID, p.AtSeq}},
 			{`UPDATE sessions SET sandbox_id = '', workspace_seed = $3, message_count = $2,
 			  run_count = (SELECT COALESCE(MAX(seq), 0) FROM runs WHERE session_id = $1) WHERE id = $1`,
 				[]any{p.SessionID, p.AtSeq, p.Workspace}},
@@ -303,7 +303,7 @@ func (s *Store) RewindManagedSession(ctx context.Context, p store.RewindParams) 
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE sessions SET processed_seq = $2 WHERE id = $1`,
-			p.SessionID, p.AtSeq+int64(len(evs))); err != nil {
+			p.SessionID, min(p.ProcessedSeq, p.AtSeq+int64(len(evs)))); err != nil {
 			return mapErr("rewind session "+p.SessionID, err)
 		}
 		if sess, err = getManagedSession(ctx, tx, p.SessionID, s.clock()); err != nil {

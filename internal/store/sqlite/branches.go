@@ -231,12 +231,13 @@ func (s *Store) ForkManagedSession(ctx context.Context, p store.ForkParams) (*st
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET processed_seq = ? WHERE id = ?`,
-			p.AtSeq+int64(len(evs)), p.NewID); err != nil {
+			min(p.ProcessedSeq, p.AtSeq+int64(len(evs))), p.NewID); err != nil {
 			return fmt.Errorf("sqlite: fork %q: %w", p.NewID, err)
 		}
 		if _, err := s.createResourcesTx(ctx, tx, p.Resources); err != nil {
 			return err
 		}
+		s.reach("fork", p.NewID)
 		out, err = getManagedSession(ctx, tx, p.NewID, s.timestamp())
 		return err
 	})
@@ -284,9 +285,9 @@ func (s *Store) RewindManagedSession(ctx context.Context, p store.RewindParams) 
 		res, err := tx.ExecContext(ctx, `INSERT INTO sessions
 			(id, tenant_id, kind, status, version, custom_state, runtime, agent_id, agent_version, environment_id,
 			 doc, usage, processed_seq, stop_reason, active_us, branch_of, branch_at_seq, branched_at, workspace_seed,
-			 forked_from, forked_at_seq, created_at, updated_at)
+			 forked_from, forked_at_seq, sandbox_id, created_at, updated_at)
 			SELECT ?, tenant_id, 'managed', 'active', 1, '{}', '{}', agent_id, agent_version, environment_id,
-			 doc, usage, processed_seq, stop_reason, active_us, id, ?, ?, ?, forked_from, forked_at_seq, ?, ?
+			 doc, usage, processed_seq, stop_reason, active_us, id, ?, ?, ?, forked_from, forked_at_seq, sandbox_id, ?, ?
 			FROM sessions WHERE id = ? ON CONFLICT DO NOTHING`,
 			p.BranchID, p.AtSeq, now, p.BranchWorkspace, now, now, p.SessionID)
 		if err != nil {
@@ -299,11 +300,11 @@ func (s *Store) RewindManagedSession(ctx context.Context, p store.RewindParams) 
 			return err
 		}
 		for _, q := range []string{
-			`UPDATE runs SET session_id = ?2 WHERE session_id = ?1 AND turn_seq > ?3`,
+			`UPDATE runs SET session_id = ?2 WHERE session_id = ?1 AND turn_seq >= ?3`,
 			`DELETE FROM messages WHERE session_id = ?1 AND seq > ?3`,
 			`DELETE FROM checkpoints WHERE session_id = ?1 AND message_count > ?3`,
-			`DELETE FROM ops WHERE session_id = ?1 AND turn_seq > ?3`,
-			`DELETE FROM stream_chunks WHERE session_id = ?1 AND turn_seq > ?3`,
+			`DELETE FROM ops WHERE session_id = ?1 AND turn_seq >= ?3`,
+			`DELETE FROM stream_chunks WHERE session_id = ?1 AND turn_seq >= ?3`,
 			`UPDATE sessions SET sandbox_id = '', workspace_seed = ?4 WHERE id = ?1`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, p.SessionID, p.BranchID, p.AtSeq, p.Workspace); err != nil {
@@ -315,9 +316,10 @@ func (s *Store) RewindManagedSession(ctx context.Context, p store.RewindParams) 
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET processed_seq = ? WHERE id = ?`,
-			p.AtSeq+int64(len(evs)), p.SessionID); err != nil {
+			min(p.ProcessedSeq, p.AtSeq+int64(len(evs))), p.SessionID); err != nil {
 			return fmt.Errorf("sqlite: rewind session %q: %w", p.SessionID, err)
 		}
+		s.reach("rewind", p.SessionID)
 		if sess, err = getManagedSession(ctx, tx, p.SessionID, s.timestamp()); err != nil {
 			return err
 		}

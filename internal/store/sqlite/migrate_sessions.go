@@ -111,9 +111,7 @@ func (s *Store) moveSession(ctx context.Context, tx *wtx, id string) error {
 	if _, err := tx.Tx.ExecContext(ctx, `UPDATE sessions SET active_us = ? WHERE id = ?`, active, id); err != nil {
 		return err
 	}
-	if s.migrateHook != nil {
-		s.migrateHook(id)
-	}
+	s.reach("session-migrate", id)
 	// The cascade removes its session_events and run_rows.
 	_, err = tx.Tx.ExecContext(ctx, `DELETE FROM managed_sessions WHERE id = ?`, id)
 	return err

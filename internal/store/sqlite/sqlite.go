@@ -35,10 +35,9 @@ type Store struct {
 	drv    driver
 	now    func() time.Time
 	logger *slog.Logger
-	// migrateHook, when set, runs inside each session's migration
-	// transaction, after its rows are copied and before the old ones are
-	// deleted (WithSessionMigrationHook).
-	migrateHook func(sessionID string)
+	// failpoint, when set, runs at named points inside transactions
+	// (WithFailpoint).
+	failpoint func(point, what string)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -51,7 +50,7 @@ type config struct {
 	logger       *slog.Logger
 	migrationsFS migrationSource
 	driver       string
-	migrateHook  func(sessionID string)
+	failpoint    func(point, what string)
 }
 
 // Option configures Open.
@@ -100,11 +99,12 @@ func pickDriver(label string) (driver, error) {
 	return driver{}, fmt.Errorf("sqlite: driver %q is not compiled in (have %v): %w", label, Drivers(), store.ErrInvalid)
 }
 
-// WithSessionMigrationHook sets a function that runs inside each session's
-// transaction of the move to the one session model (a crash test hangs
-// there to kill the daemon mid-migration).
-func WithSessionMigrationHook(fn func(sessionID string)) Option {
-	return func(c *config) { c.migrateHook = fn }
+// WithFailpoint sets a function called at named points inside
+// transactions, before they commit (crash tests hang there and kill the
+// process): "session-migrate" (what: the session moved to the one session
+// model), "fork" (the new session), "rewind" (the session).
+func WithFailpoint(fn func(point, what string)) Option {
+	return func(c *config) { c.failpoint = fn }
 }
 
 // WithLogger injects the logger.
@@ -155,7 +155,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
 	write.SetConnMaxIdleTime(0)
-	s := &Store{write: newPool(write), drv: drv, now: cfg.now, logger: cfg.logger, migrateHook: cfg.migrateHook}
+	s := &Store{write: newPool(write), drv: drv, now: cfg.now, logger: cfg.logger, failpoint: cfg.failpoint}
 
 	if err := s.migrate(ctx, cfg.migrationsFS); err != nil {
 		_ = write.Close()
@@ -207,6 +207,13 @@ func (s *Store) Close() error {
 	}
 	errs = append(errs, s.write.Close())
 	return errors.Join(errs...)
+}
+
+// reach calls the failpoint hook, if any.
+func (s *Store) reach(point, what string) {
+	if s.failpoint != nil {
+		s.failpoint(point, what)
+	}
 }
 
 // timestamp returns the store clock's now, truncated to the microsecond the

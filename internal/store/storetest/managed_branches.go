@@ -205,7 +205,7 @@ func testBrFork(e *mgEnv) {
 	srcIDs := e.brIDs(s.ID)
 
 	f, err := e.s.ForkManagedSession(e.ctx, store.ForkParams{FromID: s.ID, NewID: "sesn_fork", AtSeq: cp1.MessageCount,
-		Append: brEvents("session.status_idle"), Workspace: cp1.Workspace,
+		Append: brEvents("session.status_idle"), Workspace: cp1.Workspace, ProcessedSeq: 2,
 		Resources: []*store.SessionResource{{TenantID: mgTenant, SessionID: "sesn_fork", Kind: "file", MountPath: "/mnt/a", Doc: json.RawMessage(`{}`)}}})
 	mustOK(e.t, err, "ForkManagedSession")
 	equal(e.t, "fork tenant", f.TenantID, mgTenant)
@@ -215,7 +215,7 @@ func testBrFork(e *mgEnv) {
 	equal(e.t, "fork ForkedFrom", f.Lineage.ForkedFrom, s.ID)
 	equal(e.t, "fork ForkedAtSeq", f.Lineage.ForkedAtSeq, int64(4))
 	equal(e.t, "fork WorkspaceSeed", f.Lineage.WorkspaceSeed, "wsnap_a")
-	equal(e.t, "fork ProcessedSeq", f.ProcessedSeq, int64(5))
+	equal(e.t, "fork ProcessedSeq", f.ProcessedSeq, int64(2))
 	equal(e.t, "fork SandboxID", f.SandboxID, "")
 	equal(e.t, "fork Usage", len(f.Usage), 0)
 	forkIDs := e.brIDs(f.ID)
@@ -286,18 +286,20 @@ func testBrRewind(e *mgEnv) {
 	before := e.brIDs(s.ID)
 
 	sess, branch, err := e.s.RewindManagedSession(e.ctx, store.RewindParams{SessionID: s.ID, AtSeq: cp.MessageCount,
-		BranchID: "sesn_branch", Append: brEvents("session.status_idle"), Workspace: "wsnap_1", BranchWorkspace: "wsnap_3"})
+		BranchID: "sesn_branch", Append: brEvents("session.status_idle"), Workspace: "wsnap_1", BranchWorkspace: "wsnap_3",
+		ProcessedSeq: 2})
 	mustOK(e.t, err, "RewindManagedSession")
 	after := e.brIDs(s.ID)
 	equal(e.t, "events after the rewind", len(after), 5)
 	mgEqualIDs(e.t, "events kept", after[:4], before[:4]...)
-	equal(e.t, "ProcessedSeq", sess.ProcessedSeq, int64(5))
+	equal(e.t, "ProcessedSeq", sess.ProcessedSeq, int64(2))
 	equal(e.t, "SandboxID", sess.SandboxID, "")
 	equal(e.t, "WorkspaceSeed", sess.Lineage.WorkspaceSeed, "wsnap_1")
 	mgEqualIDs(e.t, "the branch holds the whole log as it was", e.brIDs(branch.ID), before...)
 	equal(e.t, "branch BranchOf", branch.Lineage.BranchOf, s.ID)
 	equal(e.t, "branch BranchAtSeq", branch.Lineage.BranchAtSeq, int64(4))
 	equal(e.t, "branch WorkspaceSeed", branch.Lineage.WorkspaceSeed, "wsnap_3")
+	equal(e.t, "branch SandboxID (the old sandbox, the caller's to destroy)", branch.SandboxID, "sbx_1")
 	if branch.Lineage.BranchedAt == nil {
 		e.t.Fatal("branch has no BranchedAt")
 	}
