@@ -85,3 +85,18 @@ func ReadFile(dir *os.File, name string, limit int64) ([]byte, error) {
 	}
 	return b[:n], err
 }
+
+// Readlink reads the target of the symlink f was opened on (Open with
+// O_PATH: the link itself, never what it points at).
+func Readlink(f *os.File) (string, error) {
+	for n := 256; ; n *= 2 {
+		b := make([]byte, n)
+		m, err := unix.Readlinkat(int(f.Fd()), "", b)
+		if err != nil {
+			return "", err
+		}
+		if m < n {
+			return string(b[:m]), nil
+		}
+	}
+}

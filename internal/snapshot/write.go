@@ -152,7 +152,7 @@ func (a *archiver) entry(parent *os.File, name, rel string) error {
 	}
 	var link string
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		if link, err = readlinkFd(f); err != nil {
+		if link, err = beneath.Readlink(f); err != nil {
 			return changed(rel, err)
 		}
 	}
@@ -192,18 +192,4 @@ func (a *archiver) entry(parent *os.File, name, rel string) error {
 // changed: an entry was replaced while the archive was written.
 func changed(rel string, err error) error {
 	return fmt.Errorf("snapshot: %s changed while archiving: %w", rel, err)
-}
-
-// readlinkFd reads the target of the symlink f was opened on (O_PATH).
-func readlinkFd(f *os.File) (string, error) {
-	for n := 256; ; n *= 2 {
-		b := make([]byte, n)
-		m, err := unix.Readlinkat(int(f.Fd()), "", b)
-		if err != nil {
-			return "", err
-		}
-		if m < n {
-			return string(b[:m]), nil
-		}
-	}
 }

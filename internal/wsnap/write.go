@@ -152,7 +152,7 @@ func (w *walker) entry(parent *os.File, name, rel string) error {
 			return changed(rel, err)
 		}
 		defer f.Close()
-		if e.Link, err = readlink(f); err != nil {
+		if e.Link, err = beneath.Readlink(f); err != nil {
 			return changed(rel, err)
 		}
 		e.Kind = kindSymlink
@@ -204,18 +204,4 @@ func (w *walker) file(f *os.File, rel string, lst *unix.Stat_t, e *entry) error 
 // changed: an entry was replaced while the snapshot was written.
 func changed(rel string, err error) error {
 	return fmt.Errorf("%s changed while it was read: %w", rel, err)
-}
-
-// readlink reads the target of the symlink f was opened on (O_PATH).
-func readlink(f *os.File) (string, error) {
-	for n := 256; ; n *= 2 {
-		b := make([]byte, n)
-		m, err := unix.Readlinkat(int(f.Fd()), "", b)
-		if err != nil {
-			return "", err
-		}
-		if m < n {
-			return string(b[:m]), nil
-		}
-	}
 }
