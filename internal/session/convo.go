@@ -15,11 +15,8 @@ import (
 // at the session.status_running event of the turn that takes them, so a
 // message sent during a turn is answered by the next turn, in order.
 type convo struct {
-	seq int64
-	// lastID is the id of the event at seq: a log that no longer has it
-	// there was rewound, and the conversation is folded again.
-	lastID string
-	msgs   []model.Message
+	seq  int64
+	msgs []model.Message
 	// The user content gathered since the last assistant message: tool
 	// results first (the Messages API requires them to lead), then text.
 	results  []model.Block
@@ -130,7 +127,7 @@ func (c *convo) fold(ev store.SessionEvent) {
 	if ev.Seq <= c.seq {
 		return
 	}
-	c.seq, c.lastID = ev.Seq, ev.ID
+	c.seq = ev.Seq
 	var b eventBody
 	if err := json.Unmarshal(ev.Data, &b); err != nil {
 		return

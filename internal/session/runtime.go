@@ -53,7 +53,6 @@ type Store interface {
 	store.OpStore
 	GetLatestCheckpoint(ctx context.Context, sessionID string) (*store.Checkpoint, error)
 	CheckInterruptFlag(ctx context.Context, id string) (store.InterruptFlag, error)
-	ClearInterruptFlag(ctx context.Context, id string) error
 }
 
 // Workspaces snapshots a session's workspace at a step boundary, for the

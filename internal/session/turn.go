@@ -153,10 +153,12 @@ func (w *worker) begin(ctx context.Context, ts *turnState) bool {
 		return false
 	}
 	ts.row = got
-	// An interrupt sent while no turn ran is not this turn's (the flag
-	// is the durable fact of an interrupt; see watch and loop).
-	if err := r.cfg.Store.ClearInterruptFlag(ctx, w.id); err != nil {
-		r.log.WarnContext(ctx, "clear interrupt flag", "session", w.id, "err", err)
+	// An interrupt sent while no turn ran is not this turn's: the flag is
+	// cleared (the session as the drain read it says whether it is set);
+	// one sent from now on aborts the turn (watch) or ends it between
+	// steps (loop).
+	if ts.s.InterruptPending {
+		w.interrupted(ctx)
 	}
 	r.failpoint(FailAfterRunRow)
 	evs, err := r.cfg.Events.Append(ctx, w.id, []store.NewEvent{newEvent(EventStatusRunning, nil)})
@@ -238,13 +240,10 @@ func (w *worker) end(ctx context.Context, ts *turnState, sr map[string]any, stat
 	r.turnEndContext(ctx, ts.s)
 	srJSON, _ := json.Marshal(sr)
 	var sessionUsage json.RawMessage
-	if ts.usage != (model.Usage{}) {
-		cur, err := r.cfg.Store.GetManagedSession(ctx, w.id)
-		if err != nil {
-			r.log.WarnContext(ctx, "session usage", "session", w.id, "err", err)
-		} else {
-			sessionUsage = addUsage(cur.Usage, ts.usage)
-		}
+	if ts.usage != (model.Usage{}) && ts.s != nil {
+		// Only a turn writes the session's usage, and one runs at a time:
+		// the session as the turn read it holds the usage before it.
+		sessionUsage = addUsage(ts.s.Usage, ts.usage)
 	}
 	turnUsage, _ := json.Marshal(usageJSON(ts.usage))
 	tail = append(tail, idleEvent(sr))

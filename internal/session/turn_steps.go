@@ -23,6 +23,12 @@ const WorkspaceUnknown = "unknown"
 // startWorkspace sets the turn's last known workspace snapshot: the latest
 // checkpoint's, else the one the session's sandbox starts from.
 func (w *worker) startWorkspace(ctx context.Context, ts *turnState) {
+	// A recovered turn may have run tools after its last checkpoint.
+	ts.dirty = ts.recovered
+	if w.workspaceKnown && !ts.recovered {
+		ts.workspace = w.workspace
+		return
+	}
 	ts.workspace = ts.s.Lineage.WorkspaceSeed
 	cp, err := w.r.cfg.Store.GetLatestCheckpoint(ctx, w.id)
 	switch {
@@ -32,8 +38,7 @@ func (w *worker) startWorkspace(ctx context.Context, ts *turnState) {
 		w.r.log.WarnContext(ctx, "latest checkpoint", "session", w.id, "err", err)
 		ts.workspace = WorkspaceUnknown
 	}
-	// A recovered turn may have run tools after its last checkpoint.
-	ts.dirty = ts.recovered
+	w.workspace, w.workspaceKnown = ts.workspace, true
 }
 
 // snapshot returns the workspace snapshot for a checkpoint here: a new one
@@ -58,6 +63,7 @@ func (w *worker) snapshot(ctx context.Context, ts *turnState) string {
 		id = WorkspaceUnknown
 	}
 	ts.workspace, ts.dirty = id, false
+	w.workspace, w.workspaceKnown = id, true
 	return id
 }
 

@@ -19,6 +19,13 @@ type worker struct {
 	// agent caches the parsed agent (by id and version).
 	agent    *agentSpec
 	agentKey string
+	// rewinds is the session's rewind count when conv was folded: another
+	// means the log was rewound under it.
+	rewinds int64
+	// workspace is the snapshot of the session's last checkpoint, when
+	// known (workspaceKnown): a turn starts from it (turn_steps.go).
+	workspace      string
+	workspaceKnown bool
 
 	mu       sync.Mutex
 	abort    context.CancelCauseFunc // of the running turn, nil between turns
@@ -97,10 +104,10 @@ func (w *worker) drain(ctx context.Context) {
 			return
 		}
 		rec := w.takeRecovery()
-		if w.conv == nil || rec != nil || w.rewound(ctx) {
+		if w.conv == nil || rec != nil || s.Lineage.Rewinds != w.rewinds {
 			// Recovery rebuilds the conversation from the store alone, and
 			// so does a worker whose log was rewound under it.
-			w.conv = newConvo()
+			w.conv, w.rewinds, w.workspaceKnown = newConvo(), s.Lineage.Rewinds, false
 		}
 		if err := w.sync(ctx); err != nil {
 			w.r.log.WarnContext(ctx, "session events load", "session", w.id, "err", err)
@@ -122,16 +129,6 @@ func (w *worker) drain(ctx context.Context) {
 		}
 		w.turn(ctx, s, nil)
 	}
-}
-
-// rewound reports whether the log no longer holds, at the conversation's
-// last Seq, the event folded there (a rewind cut it off).
-func (w *worker) rewound(ctx context.Context) bool {
-	if w.conv == nil || w.conv.seq == 0 {
-		return false
-	}
-	evs, err := w.r.cfg.Store.ListEvents(ctx, store.ListEventsParams{SessionID: w.id, AfterSeq: w.conv.seq - 1, Limit: 1})
-	return err == nil && (len(evs) == 0 || evs[0].ID != w.conv.lastID)
 }
 
 // sync folds the events appended since the conversation's last Seq.

@@ -158,4 +158,7 @@ type SessionLineage struct {
 	// created from ("" = empty workspace).
 	WorkspaceSeed string
 	BranchedAt    *time.Time
+	// Rewinds counts the session's rewinds (a runtime that folded the log
+	// before one must fold it again).
+	Rewinds int64
 }

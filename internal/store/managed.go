@@ -65,9 +65,12 @@ type ManagedSession struct {
 	// ActiveSeconds is the sum of the session's finished and running turns'
 	// durations (derived from its runs).
 	ActiveSeconds float64
-	Version       int64
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// InterruptPending: the session's interrupt flag is set (read only;
+	// SessionStore's interrupt methods check and clear it).
+	InterruptPending bool
+	Version          int64
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 // EventUserInterrupt is the event type whose append also sets the

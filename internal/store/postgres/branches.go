@@ -109,11 +109,13 @@ func (s *Store) EndTurn(ctx context.Context, p store.EndTurn) ([]store.SessionEv
 		if evs, cp, err = s.stepTx(ctx, tx, p.SessionID, b, runID, p.Step, p.Workspace); err != nil {
 			return err
 		}
-		if _, err := s.closeRunTx(ctx, tx, p.SessionID, p.Owner, p.Status, p.Error, usage, cp.ID); err != nil {
+		_, took, err := s.closeRunTx(ctx, tx, p.SessionID, p.Owner, p.Status, p.Error, usage, cp.ID)
+		if err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE sessions SET stop_reason = $2, processed_seq = GREATEST(processed_seq, $3),
-			usage = COALESCE($4::json, usage) WHERE id = $1`, p.SessionID, stopReason, p.ProcessedSeq, sessionUsage)
+			usage = COALESCE($4::json, usage), active_us = active_us + $5 WHERE id = $1`,
+			p.SessionID, stopReason, p.ProcessedSeq, sessionUsage, took)
 		return mapErr("end turn of session "+p.SessionID, err)
 	})
 	if err != nil {
@@ -290,7 +292,7 @@ func (s *Store) RewindManagedSession(ctx context.Context, p store.RewindParams) 
 			{`DELETE FROM checkpoints WHERE session_id = $1 AND message_count > $2`, []any{p.SessionID, p.AtSeq}},
 			{`DELETE FROM ops WHERE session_id = $1 AND turn_seq >= $2`, []any{p.SessionID, p.AtSeq}},
 			{`DELETE FROM stream_chunks WHERE session_id = $1 AND turn_seq >= $2`, []any{p.SessionID, p.AtSeq}},
-			{`UPDATE sessions SET sandbox_id = '', workspace_seed = $3, message_count = $2,
+			{`UPDATE sessions SET sandbox_id = '', workspace_seed = $3, message_count = $2, rewinds = rewinds + 1,
 			  run_count = (SELECT COALESCE(MAX(seq), 0) FROM runs WHERE session_id = $1) WHERE id = $1`,
 				[]any{p.SessionID, p.AtSeq, p.Workspace}},
 		} {

@@ -116,15 +116,19 @@ func runRowMiss(ctx context.Context, q querier, sessionID, expectedOwner string)
 // session's active time.
 func (s *Store) DeleteRunRow(ctx context.Context, sessionID, owner string) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		_, err := s.closeRunTx(ctx, tx, sessionID, owner, store.RunFailed, "the turn ended without its closing write", nil, "")
-		return err
+		_, took, err := s.closeRunTx(ctx, tx, sessionID, owner, store.RunFailed, "the turn ended without its closing write", nil, "")
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE sessions SET active_us = active_us + $2 WHERE id = $1`, sessionID, took)
+		return mapErr("active time of session "+sessionID, err)
 	})
 }
 
 // closeRunTx ends the session's running run owned by owner: status,
-// error, usage and checkpoint on the run, its duration added to the
-// session's active time. It returns the run's id.
-func (s *Store) closeRunTx(ctx context.Context, tx pgx.Tx, sessionID, owner string, status store.RunStatus, errText string, usage any, checkpoint string) (string, error) {
+// error, usage and checkpoint on the run. It returns the run's id and how
+// long it ran (µs), which the caller adds to the session's active time.
+func (s *Store) closeRunTx(ctx context.Context, tx pgx.Tx, sessionID, owner string, status store.RunStatus, errText string, usage any, checkpoint string) (string, int64, error) {
 	now := s.clock()
 	var (
 		id      string
@@ -135,16 +139,12 @@ func (s *Store) closeRunTx(ctx context.Context, tx pgx.Tx, sessionID, owner stri
 		WHERE session_id = $1 AND status = 'running' AND owner = $2 AND owner <> '' RETURNING id, created_at`,
 		sessionID, owner, string(status), errText, usage, checkpoint, now).Scan(&id, &started)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", runRowMiss(ctx, tx, sessionID, owner)
+		return "", 0, runRowMiss(ctx, tx, sessionID, owner)
 	}
 	if err != nil {
-		return "", mapErr("end run of session "+sessionID, err)
+		return "", 0, mapErr("end run of session "+sessionID, err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE sessions SET active_us = active_us + $2 WHERE id = $1`,
-		sessionID, max(0, now.Sub(started).Microseconds())); err != nil {
-		return "", mapErr("active time of session "+sessionID, err)
-	}
-	return id, nil
+	return id, max(0, now.Sub(started).Microseconds()), nil
 }
 
 // ListRunRows lists every tenant's run rows by session id.

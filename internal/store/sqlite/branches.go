@@ -29,22 +29,29 @@ func liveRunID(ctx context.Context, tx *wtx, sessionID, owner string) (string, e
 }
 
 // stepTx appends events and writes the checkpoint after them, naming
-// runID and workspace; it returns both.
-func (s *Store) stepTx(ctx context.Context, tx *wtx, sessionID string, rows []newEventRow, runID string, step int64, workspace string) ([]store.SessionEvent, *store.Checkpoint, error) {
-	evs, err := s.appendEventsTx(ctx, tx, s.timestamp(), sessionID, rows)
+// runID and workspace; it returns both. The caller moves the session's
+// pointer to the checkpoint (movePointer, or with its own update).
+func (s *Store) stepTx(ctx context.Context, tx *wtx, sessionID string, rows []newEventRow, cpID, runID string, step int64, workspace string) ([]store.SessionEvent, *store.Checkpoint, error) {
+	now := s.timestamp()
+	evs, last, sess, err := s.advanceAndInsert(ctx, tx, now, sessionID, rows, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	sess, err := loadSession(ctx, tx, sessionID)
-	if err != nil {
-		return nil, nil, err
-	}
-	cp, err := s.writeCheckpoint(ctx, tx, sess, store.CheckpointMeta{StepCount: step, RunID: runID, Workspace: workspace},
-		store.CheckpointSourceStep)
+	cp, err := s.insertCheckpoint(ctx, tx, sess, last,
+		store.CheckpointMeta{ID: cpID, StepCount: step, RunID: runID, Workspace: workspace}, store.CheckpointSourceStep, now)
 	if err != nil {
 		return nil, nil, err
 	}
 	return evs, cp, nil
+}
+
+// movePointer moves the session's checkpoint pointer to cp.
+func movePointer(ctx context.Context, tx *wtx, cp *store.Checkpoint) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET checkpoint_id = ?, checkpointed_at = ?,
+		checkpoint_source = ? WHERE id = ?`, cp.ID, micros(cp.CreatedAt), string(cp.Source), cp.SessionID); err != nil {
+		return fmt.Errorf("sqlite: move checkpoint pointer of %q: %w", cp.SessionID, err)
+	}
+	return nil
 }
 
 // CommitStep implements store.BranchStore.
@@ -62,8 +69,10 @@ func (s *Store) CommitStep(ctx context.Context, p store.StepCommit) ([]store.Ses
 		if err != nil {
 			return err
 		}
-		evs, cp, err = s.stepTx(ctx, tx, p.SessionID, rows, runID, p.Step, p.Workspace)
-		return err
+		if evs, cp, err = s.stepTx(ctx, tx, p.SessionID, rows, "", runID, p.Step, p.Workspace); err != nil {
+			return err
+		}
+		return movePointer(ctx, tx, cp)
 	})
 	if err != nil {
 		return nil, nil, err
@@ -99,18 +108,21 @@ func (s *Store) EndTurn(ctx context.Context, p store.EndTurn) ([]store.SessionEv
 		cp  *store.Checkpoint
 	)
 	err = s.inTx(ctx, func(tx *wtx) error {
-		runID, err := liveRunID(ctx, tx, p.SessionID, p.Owner)
+		// The run closes first, naming the checkpoint written after the
+		// closing events; the session's pointer and totals move last, in
+		// one statement.
+		cpID := ids.New("cp")
+		runID, took, err := s.closeRunTx(ctx, tx, p.SessionID, p.Owner, p.Status, p.Error, usage, cpID)
 		if err != nil {
 			return err
 		}
-		if evs, cp, err = s.stepTx(ctx, tx, p.SessionID, rows, runID, p.Step, p.Workspace); err != nil {
-			return err
-		}
-		if _, err := s.closeRunTx(ctx, tx, p.SessionID, p.Owner, p.Status, p.Error, usage, cp.ID); err != nil {
+		if evs, cp, err = s.stepTx(ctx, tx, p.SessionID, rows, cpID, runID, p.Step, p.Workspace); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE sessions SET stop_reason = ?, processed_seq = MAX(processed_seq, ?),
-			usage = COALESCE(?, usage) WHERE id = ?`, stopReason, p.ProcessedSeq, sessionUsage, p.SessionID)
+			usage = COALESCE(?, usage), active_us = active_us + ?,
+			checkpoint_id = ?, checkpointed_at = ?, checkpoint_source = ? WHERE id = ?`,
+			stopReason, p.ProcessedSeq, sessionUsage, took, cp.ID, micros(cp.CreatedAt), string(cp.Source), p.SessionID)
 		if err != nil {
 			return fmt.Errorf("sqlite: end turn of session %q: %w", p.SessionID, err)
 		}
@@ -226,8 +238,11 @@ func (s *Store) ForkManagedSession(ctx context.Context, p store.ForkParams) (*st
 		if err := copyLog(ctx, tx, src.ID, p.NewID, p.AtSeq); err != nil {
 			return err
 		}
-		evs, _, err := s.stepTx(ctx, tx, p.NewID, rows, "", 0, p.Workspace)
+		evs, cp, err := s.stepTx(ctx, tx, p.NewID, rows, "", "", 0, p.Workspace)
 		if err != nil {
+			return err
+		}
+		if err := movePointer(ctx, tx, cp); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET processed_seq = ? WHERE id = ?`,
@@ -305,14 +320,17 @@ func (s *Store) RewindManagedSession(ctx context.Context, p store.RewindParams) 
 			`DELETE FROM checkpoints WHERE session_id = ?1 AND message_count > ?3`,
 			`DELETE FROM ops WHERE session_id = ?1 AND turn_seq >= ?3`,
 			`DELETE FROM stream_chunks WHERE session_id = ?1 AND turn_seq >= ?3`,
-			`UPDATE sessions SET sandbox_id = '', workspace_seed = ?4 WHERE id = ?1`,
+			`UPDATE sessions SET sandbox_id = '', workspace_seed = ?4, rewinds = rewinds + 1 WHERE id = ?1`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, p.SessionID, p.BranchID, p.AtSeq, p.Workspace); err != nil {
 				return fmt.Errorf("sqlite: rewind session %q: %w", p.SessionID, err)
 			}
 		}
-		evs, _, err := s.stepTx(ctx, tx, p.SessionID, rows, "", 0, p.Workspace)
+		evs, cp, err := s.stepTx(ctx, tx, p.SessionID, rows, "", "", 0, p.Workspace)
 		if err != nil {
+			return err
+		}
+		if err := movePointer(ctx, tx, cp); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET processed_seq = ? WHERE id = ?`,

@@ -57,13 +57,6 @@ func scanCheckpoint(r scanner) (*store.Checkpoint, error) {
 // It does not bump the version again: it is part of the caller's change.
 func (s *Store) writeCheckpoint(ctx context.Context, tx *wtx, sess *store.Session, meta store.CheckpointMeta,
 	source store.CheckpointSource) (*store.Checkpoint, error) {
-	if meta.ID == "" {
-		meta.ID = ids.New("cp")
-	}
-	metadata, err := jsonValue("checkpoint metadata", meta.Metadata)
-	if err != nil {
-		return nil, err
-	}
 	var count int64
 	// Seq is dense from 1, so the max is the count, read from the index
 	// instead of scanning every message.
@@ -71,21 +64,10 @@ func (s *Store) writeCheckpoint(ctx context.Context, tx *wtx, sess *store.Sessio
 		Scan(&count); err != nil {
 		return nil, fmt.Errorf("sqlite: count messages of %q: %w", sess.ID, err)
 	}
-	state, err := json.Marshal(snapshot(stateOf(sess)))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: encode checkpoint state: %w", err)
-	}
 	now := s.timestamp()
-	cp, err := scanCheckpoint(tx.QueryRowContext(ctx, `INSERT INTO checkpoints (id, session_id, step_count,
-		message_count, version, run_id, source, state, metadata, workspace, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING `+checkpointCols,
-		meta.ID, sess.ID, meta.StepCount, count, sess.Version, meta.RunID, string(source), string(state),
-		metadata, meta.Workspace, micros(now)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("checkpoint %q: %w", meta.ID, store.ErrAlreadyExists)
-	}
+	cp, err := s.insertCheckpoint(ctx, tx, sess, count, meta, source, now)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: create checkpoint %q: %w", meta.ID, err)
+		return nil, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET checkpoint_id = ?, checkpointed_at = ?,
 		checkpoint_source = ? WHERE id = ?`, cp.ID, micros(now), string(source), sess.ID); err != nil {
@@ -93,6 +75,38 @@ func (s *Store) writeCheckpoint(ctx context.Context, tx *wtx, sess *store.Sessio
 	}
 	sess.CheckpointID, sess.CheckpointedAt, sess.CheckpointSource = cp.ID, &now, source
 	return cp, nil
+}
+
+// insertCheckpoint writes the checkpoint of sess at count messages; the
+// caller moves the session's pointer to it.
+func (s *Store) insertCheckpoint(ctx context.Context, tx *wtx, sess *store.Session, count int64, meta store.CheckpointMeta,
+	source store.CheckpointSource, now time.Time) (*store.Checkpoint, error) {
+	if meta.ID == "" {
+		meta.ID = ids.New("cp")
+	}
+	metadata, err := jsonValue("checkpoint metadata", meta.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	st := stateOf(sess)
+	state, err := json.Marshal(snapshot(st))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: encode checkpoint state: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (id, session_id, step_count,
+		message_count, version, run_id, source, state, metadata, workspace, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		meta.ID, sess.ID, meta.StepCount, count, sess.Version, meta.RunID, string(source), string(state),
+		metadata, meta.Workspace, micros(now))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: create checkpoint %q: %w", meta.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, fmt.Errorf("checkpoint %q: %w", meta.ID, store.ErrAlreadyExists)
+	}
+	return &store.Checkpoint{ID: meta.ID, SessionID: sess.ID, StepCount: meta.StepCount, MessageCount: count,
+		Version: sess.Version, RunID: meta.RunID, Source: source, State: st, Metadata: rawOrNil(metadata),
+		Workspace: meta.Workspace, CreatedAt: now}, nil
 }
 
 // CreateCheckpoint implements store.CheckpointStore.

@@ -52,7 +52,7 @@ func (s *Store) AppendEvents(ctx context.Context, sessionID string, events []sto
 	}
 	var out []store.SessionEvent
 	err = s.inTx(ctx, func(tx *wtx) error {
-		out, err = s.appendEventsTx(ctx, tx, s.timestamp(), sessionID, rows)
+		out, _, err = s.appendEventsTx(ctx, tx, s.timestamp(), sessionID, rows)
 		return err
 	})
 	if err != nil {
@@ -63,27 +63,52 @@ func (s *Store) AppendEvents(ctx context.Context, sessionID string, events []sto
 
 // appendEventsTx appends one session's validated events within tx: the
 // session's version moves once (an append is one modification, seed 004)
-// and the events take the Seqs after its last message.
-func (s *Store) appendEventsTx(ctx context.Context, tx *wtx, now time.Time, sessionID string, rows []newEventRow) ([]store.SessionEvent, error) {
+// and the events take the Seqs after its last message. It returns them and
+// the session's last Seq after them.
+func (s *Store) appendEventsTx(ctx context.Context, tx *wtx, now time.Time, sessionID string, rows []newEventRow) ([]store.SessionEvent, int64, error) {
+	evs, last, _, err := s.advanceAndInsert(ctx, tx, now, sessionID, rows, false)
+	return evs, last, err
+}
+
+// advanceAndInsert is appendEventsTx; with full it also returns the session
+// row as the version update left it (what a checkpoint snapshots), read by
+// the same statement.
+func (s *Store) advanceAndInsert(ctx context.Context, tx *wtx, now time.Time, sessionID string, rows []newEventRow, full bool) ([]store.SessionEvent, int64, *store.Session, error) {
 	var (
 		branchOf string
 		last     int64
+		sess     *store.Session
+		err      error
 	)
-	err := tx.QueryRowContext(ctx, `UPDATE sessions SET version = version + 1, updated_at = ?
-		WHERE id = ? AND kind = 'managed'
-		RETURNING branch_of, (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = sessions.id)`,
-		micros(now), sessionID).Scan(&branchOf, &last)
+	const update = `UPDATE sessions SET version = version + 1, updated_at = ? WHERE id = ? AND kind = 'managed'
+		RETURNING branch_of, (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = sessions.id)`
+	row := tx.QueryRowContext(ctx, update+map[bool]string{true: ", " + sessionCols}[full], micros(now), sessionID)
+	if full {
+		sess, err = scanSession(prefixed{row, []any{&branchOf, &last}})
+	} else {
+		err = row.Scan(&branchOf, &last)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
+		return nil, 0, nil, fmt.Errorf("session %q: %w", sessionID, store.ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: advance events of session %q: %w", sessionID, err)
+		return nil, 0, nil, fmt.Errorf("sqlite: advance events of session %q: %w", sessionID, err)
 	}
 	if branchOf != "" {
-		return nil, fmt.Errorf("session %q is an abandoned branch of %q and takes no events: %w", sessionID, branchOf, store.ErrConflict)
+		return nil, 0, nil, fmt.Errorf("session %q is an abandoned branch of %q and takes no events: %w", sessionID, branchOf, store.ErrConflict)
 	}
-	return s.insertEventsTx(ctx, tx, now, sessionID, last, rows)
+	evs, err := s.insertEventsTx(ctx, tx, now, sessionID, last, rows)
+	return evs, last + int64(len(rows)), sess, err
 }
+
+// prefixed scans its first values into head, the rest as the scanner
+// it is given them would (a row with columns before a scanner's).
+type prefixed struct {
+	r    scanner
+	head []any
+}
+
+func (p prefixed) Scan(dest ...any) error { return p.r.Scan(append(p.head, dest...)...) }
 
 // flagInterrupt sets the session's interrupt flag when rows hold a
 // user.interrupt: the flag is the durable fact of the interrupt (seed

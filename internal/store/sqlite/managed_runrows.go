@@ -19,8 +19,9 @@ import (
 const liveRun = ` FROM runs WHERE session_id = ? AND status = 'running' AND owner <> ''`
 
 // InsertRunRow implements store.ManagedStore: it creates the turn's run
-// (RunID, or a new id) in status running. Of racing inserters exactly one
-// gets it. Zero StartedAt becomes now; UpdatedAt is StartedAt.
+// (RunID, or a new id) in status running, in one statement. Of racing
+// inserters exactly one gets it. Zero StartedAt becomes now; UpdatedAt is
+// StartedAt.
 func (s *Store) InsertRunRow(ctx context.Context, r *store.RunRow) (*store.RunRow, error) {
 	if r.Owner == "" {
 		return nil, fmt.Errorf("run row of session %q: Owner is empty: %w", r.SessionID, store.ErrInvalid)
@@ -33,33 +34,23 @@ func (s *Store) InsertRunRow(ctx context.Context, r *store.RunRow) (*store.RunRo
 	if started.IsZero() {
 		started = s.timestamp()
 	}
-	var out *store.RunRow
-	err := s.inTx(ctx, func(tx *wtx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ? AND kind = 'managed'`, r.SessionID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("session %q: %w", r.SessionID, store.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: look up session %q: %w", r.SessionID, err)
-		}
-		out, err = scanRunRow(tx.QueryRowContext(ctx, `INSERT INTO runs
-			(id, session_id, seq, status, start_sequence, turn_seq, owner, lease_expires_at, recovering,
-			 recovery_attempts, last_progress_seq, created_at, updated_at)
-			VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE session_id = ?2), 'running', ?3, ?3,
-			        ?4, ?5, ?6, ?7, ?8, ?9, ?9)
-			ON CONFLICT DO NOTHING RETURNING `+runRowCols,
-			id, r.SessionID, r.TurnSeq, r.Owner, micros(r.LeaseExpiresAt), r.Recovering, r.RecoveryAttempts,
-			r.LastProgressSeq, micros(started)))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("session %q already has a run row: %w", r.SessionID, store.ErrAlreadyExists)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: insert run row of session %q: %w", r.SessionID, err)
-		}
-		return nil
-	})
-	return out, err
+	out, err := scanRunRow(s.write.QueryRowContext(ctx, `INSERT INTO runs
+		(id, session_id, seq, status, start_sequence, turn_seq, owner, lease_expires_at, recovering,
+		 recovery_attempts, last_progress_seq, created_at, updated_at)
+		VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE session_id = ?2), 'running', ?3, ?3,
+		        ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+		ON CONFLICT DO NOTHING RETURNING `+runRowCols,
+		id, r.SessionID, r.TurnSeq, r.Owner, micros(r.LeaseExpiresAt), r.Recovering, r.RecoveryAttempts,
+		r.LastProgressSeq, micros(started)))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("session %q already has a run row: %w", r.SessionID, store.ErrAlreadyExists)
+	case s.drv.isForeignKey(err):
+		return nil, fmt.Errorf("session %q: %w", r.SessionID, store.ErrNotFound)
+	case err != nil:
+		return nil, fmt.Errorf("sqlite: insert run row of session %q: %w", r.SessionID, err)
+	}
+	return out, nil
 }
 
 // GetRunRow implements store.ManagedStore.
@@ -118,15 +109,21 @@ func runRowMiss(ctx context.Context, tx *wtx, sessionID, expectedOwner string) e
 // record stays, failed) and its time joins the session's active time.
 func (s *Store) DeleteRunRow(ctx context.Context, sessionID, owner string) error {
 	return s.inTx(ctx, func(tx *wtx) error {
-		_, err := s.closeRunTx(ctx, tx, sessionID, owner, store.RunFailed, "the turn ended without its closing write", sql.NullString{}, "")
-		return err
+		_, took, err := s.closeRunTx(ctx, tx, sessionID, owner, store.RunFailed, "the turn ended without its closing write", sql.NullString{}, "")
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET active_us = active_us + ? WHERE id = ?`, took, sessionID); err != nil {
+			return fmt.Errorf("sqlite: active time of session %q: %w", sessionID, err)
+		}
+		return nil
 	})
 }
 
 // closeRunTx ends the session's running run owned by owner: status,
-// error, usage and checkpoint on the run, its duration added to the
-// session's active time. It returns the run's id.
-func (s *Store) closeRunTx(ctx context.Context, tx *wtx, sessionID, owner string, status store.RunStatus, errText string, usage sql.NullString, checkpoint string) (string, error) {
+// error, usage and checkpoint on the run. It returns the run's id and how
+// long it ran (µs), which the caller adds to the session's active time.
+func (s *Store) closeRunTx(ctx context.Context, tx *wtx, sessionID, owner string, status store.RunStatus, errText string, usage sql.NullString, checkpoint string) (string, int64, error) {
 	now := micros(s.timestamp())
 	var id string
 	var started int64
@@ -135,16 +132,12 @@ func (s *Store) closeRunTx(ctx context.Context, tx *wtx, sessionID, owner string
 		WHERE session_id = ? AND status = 'running' AND owner = ? AND owner <> '' RETURNING id, created_at`,
 		string(status), errText, usage, checkpoint, now, now, sessionID, owner).Scan(&id, &started)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", runRowMiss(ctx, tx, sessionID, owner)
+		return "", 0, runRowMiss(ctx, tx, sessionID, owner)
 	}
 	if err != nil {
-		return "", fmt.Errorf("sqlite: end run of session %q: %w", sessionID, err)
+		return "", 0, fmt.Errorf("sqlite: end run of session %q: %w", sessionID, err)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET active_us = active_us + ? WHERE id = ?`,
-		max(0, now-started), sessionID); err != nil {
-		return "", fmt.Errorf("sqlite: active time of session %q: %w", sessionID, err)
-	}
-	return id, nil
+	return id, max(0, now-started), nil
 }
 
 // ListRunRows implements store.ManagedStore: every tenant's, by session id.

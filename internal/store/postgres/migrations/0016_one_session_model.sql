@@ -32,6 +32,9 @@ ALTER TABLE sessions
     ADD COLUMN branch_of text NOT NULL DEFAULT '',
     ADD COLUMN branch_at_seq bigint NOT NULL DEFAULT 0,
     ADD COLUMN branched_at timestamptz,
+    -- counts the session's rewinds: a runtime that folded its log before
+    -- one folds it again
+    ADD COLUMN rewinds bigint NOT NULL DEFAULT 0,
     ADD COLUMN workspace_seed text NOT NULL DEFAULT '';
 CREATE INDEX sessions_managed_idx ON sessions (tenant_id, (id COLLATE "C"))
     WHERE kind = 'managed' AND branch_of = '';

@@ -32,6 +32,9 @@ ALTER TABLE sessions ADD COLUMN forked_at_seq INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN branch_of TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN branch_at_seq INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN branched_at INTEGER;
+-- rewinds counts the session's rewinds: a runtime that folded its log
+-- before one folds it again.
+ALTER TABLE sessions ADD COLUMN rewinds INTEGER NOT NULL DEFAULT 0;
 -- workspace_seed: the workspace snapshot the session's next sandbox starts
 -- from ('' = empty).
 ALTER TABLE sessions ADD COLUMN workspace_seed TEXT NOT NULL DEFAULT '';
