@@ -351,3 +351,66 @@ func TestCrashStress(t *testing.T) {
 		}
 	})
 }
+
+// TestProgressResetsTheRecoveryCount: the daemon dies eight times in one
+// turn — more than the five recoveries a turn that makes no progress gets
+// — each time after the next step's tool call is journalled and before the
+// guest is asked. Every recovery gets further: it runs the call the guest
+// never accepted (its result is new progress) and the next step's model
+// call, and dies at the next tool. So the count starts again each time:
+// the turn completes, every command ran exactly once, and no
+// retries_exhausted.
+func TestProgressResetsTheRecoveryCount(t *testing.T) {
+	const kills = 7
+	engines(t, func(t *testing.T, engine string) {
+		fake := anthropictest.New(t, func(r anthropictest.Request) anthropictest.Turn {
+			step := 0
+			for _, b := range r.AllBlocks() {
+				if b.Type == "tool_result" {
+					step++
+				}
+			}
+			if step < kills {
+				return anthropictest.Turn{ToolUses: []anthropictest.ToolUse{{Name: "bash",
+					Input: map[string]any{"command": fmt.Sprintf("echo %d >> /workspace/log", step)}}}}
+			}
+			if step == kills {
+				return anthropictest.Turn{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": "cat /workspace/log"}}}}
+			}
+			return anthropictest.Turn{Text: "Done."}
+		})
+		n := newNode(t, engine, fake.URL)
+		n.start()
+		c := n.client()
+		sid := newSession(t, c)
+		n.arm(session.FailBeforeToolExec)
+		send(t, c, sid, "count")
+		for range kills {
+			n.waitReached(session.FailBeforeToolExec)
+			n.kill()
+			n.arm(session.FailBeforeToolExec)
+			n.start()
+		}
+		n.waitReached(session.FailBeforeToolExec) // the last step's cat
+		n.kill()
+		n.disarm(session.FailBeforeToolExec)
+		n.start()
+		c = n.client()
+		evs := waitIdle(t, n, c, sid, 1)
+		checkTrajectory(t, evs)
+		if got := len(ofType(evs, "session.status_rescheduled")); got != kills+1 {
+			t.Fatalf("%d recoveries, want %d: %v", got, kills+1, types(evs))
+		}
+		if errs := ofType(evs, "session.error"); len(errs) != 0 {
+			t.Fatalf("session.error after recoveries that made progress: %v", errs)
+		}
+		results := ofType(evs, "agent.tool_result")
+		var want []string
+		for i := range kills {
+			want = append(want, fmt.Sprint(i))
+		}
+		if got := strings.TrimSpace(results[len(results)-1].text()); got != strings.Join(want, "\n") {
+			t.Fatalf("/workspace/log after %d kills is %q, want each command once", kills, got)
+		}
+	})
+}
