@@ -30,6 +30,7 @@ func newMonitor(cfg config.Config, st store.Store, mgr *sandbox.Manager, log *sl
 			StuckRunning: mc.StuckRunningThreshold.D(), PostCompletion: mc.PostCompletionTimeout.D(),
 		},
 		CheckInterval: mc.CheckInterval.D(),
+		Failpoint:     failpointHook(cfg.Home, log),
 		Stop:          mc.Stop,
 		EventSkew:     mc.EventSkew.D(),
 		MaxEventBytes: int(mc.MaxEventBytes),

@@ -69,6 +69,9 @@ type Config struct {
 	NoPumps bool
 	// Checked receives the report of every check (a test signal).
 	Checked chan<- CheckReport
+	// Failpoint, when set, is called at named points (crash tests hang the
+	// process there; FailAfterTerminationClaim).
+	Failpoint func(name string)
 }
 
 // Service is the monitor: task runner, event pumps, periodic checks and the
@@ -80,13 +83,15 @@ type Service struct {
 	clock clock.Clock
 	log   *slog.Logger
 
-	mu      sync.Mutex
-	pumps   map[string]*pump
-	ctx     context.Context // set by Start; cancelled by Stop
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	started bool
-	stopped bool
+	mu    sync.Mutex
+	pumps map[string]*pump
+	// terminating are the terminations this process carries out.
+	terminating map[string]bool
+	ctx         context.Context // set by Start; cancelled by Stop
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	started     bool
+	stopped     bool
 }
 
 // New builds a service; it does nothing until Start.
@@ -134,7 +139,7 @@ func New(cfg Config) (*Service, error) {
 	cfg.Diagnostics.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{cfg: cfg, st: cfg.Store, sbx: cfg.Sandboxes, clock: cfg.Clock, log: cfg.Log,
-		pumps: map[string]*pump{}, ctx: ctx, cancel: cancel}, nil
+		pumps: map[string]*pump{}, terminating: map[string]bool{}, ctx: ctx, cancel: cancel}, nil
 }
 
 // Thresholds returns the configured constants.
@@ -149,7 +154,14 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.started = true
 	s.wg.Add(2)
-	go s.loop(s.cfg.CheckInterval, func() { s.CheckOnce(s.ctx) })
+	first := true
+	go s.loop(s.cfg.CheckInterval, func() {
+		// Terminations an earlier boot of this node claimed and did not
+		// finish first, then every check takes over stale ones of any node.
+		s.ResumeTerminations(s.ctx, first)
+		first = false
+		s.CheckOnce(s.ctx)
+	})
 	go s.loop(s.cfg.Diagnostics.Interval, func() { s.SweepDiagnostics(s.ctx) })
 	return nil
 }

@@ -368,6 +368,9 @@ type Termination struct {
 	Node string
 	// StopError is the stop's error, if the stop failed ("" = stopped).
 	StopError string
+	// Completed: the agent had completed, so its task ends completed (a
+	// resumed termination reads it here).
+	Completed bool
 	At        time.Time // claimed at; zero = the store's clock
 	// FinishedAt is set by FinishTermination.
 	FinishedAt *time.Time
@@ -379,6 +382,9 @@ type FinishTerminationParams struct {
 	TranscriptID string
 	StopError    string
 	At           time.Time // zero = the store's clock
+	// Audit, when set, is appended in the same transaction: a termination
+	// is audited exactly once, when it finishes.
+	Audit *AuditRecord
 }
 
 // DiagnosticState is a ticket's diagnostic safeguards (seed 001
@@ -541,9 +547,14 @@ type MonitorStore interface {
 	// the same sandbox returns the stored one with ErrAlreadyExists, so two
 	// nodes never terminate twice.
 	RecordTermination(ctx context.Context, t *Termination) (*Termination, error)
-	// FinishTermination records the transcript reference and stop outcome;
-	// ErrNotFound when the sandbox has no termination.
+	// FinishTermination records the transcript reference and stop outcome
+	// and appends p.Audit, once: a finished termination is ErrConflict
+	// (nothing written), ErrNotFound when the sandbox has none.
 	FinishTermination(ctx context.Context, p FinishTerminationParams) (*Termination, error)
+	// ListUnfinishedTerminations lists the terminations claimed at or
+	// before claimedBefore that never finished (their node died in the
+	// sequence), oldest first.
+	ListUnfinishedTerminations(ctx context.Context, claimedBefore time.Time) ([]*Termination, error)
 	GetTermination(ctx context.Context, sandboxID string) (*Termination, error)
 
 	// GetDiagnosticState returns the ticket's safeguards (zero-valued before

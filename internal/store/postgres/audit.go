@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/agentkernel/agentkernel/internal/ids"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
@@ -13,6 +15,17 @@ import (
 // AppendAudit stores r. It fills r.ID (time-ordered, so id order is append
 // order) and r.At when they are zero, so the caller learns what was stored.
 func (s *Store) AppendAudit(ctx context.Context, r *store.AuditRecord) error {
+	return s.appendAuditTx(ctx, s.pool, r)
+}
+
+// execer is what the pool and a transaction share for a single write.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// appendAuditTx inserts r with q (the pool, or a transaction that writes
+// more with it).
+func (s *Store) appendAuditTx(ctx context.Context, q execer, r *store.AuditRecord) error {
 	if r == nil || r.Kind == "" {
 		return fmt.Errorf("audit record kind is required: %w", store.ErrInvalid)
 	}
@@ -26,7 +39,7 @@ func (s *Store) AppendAudit(ctx context.Context, r *store.AuditRecord) error {
 	if r.At.IsZero() {
 		r.At = s.clock()
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO audit (id, tenant_id, kind, subject, data, at) VALUES ($1, $2, $3, $4, $5, $6)`,
+	_, err = q.Exec(ctx, `INSERT INTO audit (id, tenant_id, kind, subject, data, at) VALUES ($1, $2, $3, $4, $5, $6)`,
 		r.ID, r.TenantID, r.Kind, r.Subject, data, r.At)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("append audit %s: %w", r.ID, store.ErrAlreadyExists)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -81,10 +82,10 @@ func (s *Store) RecordTermination(ctx context.Context, t *store.Termination) (*s
 		var err error
 		existed = false
 		out, err = scanTermination(tx.QueryRow(ctx, `INSERT INTO terminations
-			(sandbox_id, task_id, tenant_id, reason, duration_us, transcript_id, node, stop_error, at, finished_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (sandbox_id) DO NOTHING RETURNING `+terminationCols,
+			(sandbox_id, task_id, tenant_id, reason, duration_us, transcript_id, node, stop_error, at, finished_at, completed)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (sandbox_id) DO NOTHING RETURNING `+terminationCols,
 			t.SandboxID, t.TaskID, t.TenantID, t.Reason, t.Duration.Microseconds(), t.TranscriptID, t.Node,
-			t.StopError, at, t.FinishedAt))
+			t.StopError, at, t.FinishedAt, t.Completed))
 		if errors.Is(err, pgx.ErrNoRows) {
 			existed = true
 			out, err = scanTermination(tx.QueryRow(ctx, `SELECT `+terminationCols+` FROM terminations
@@ -108,13 +109,44 @@ func (s *Store) RecordTermination(ctx context.Context, t *store.Termination) (*s
 
 // FinishTermination implements store.MonitorStore.
 func (s *Store) FinishTermination(ctx context.Context, p store.FinishTerminationParams) (*store.Termination, error) {
-	t, err := scanTermination(s.pool.QueryRow(ctx, `UPDATE terminations SET transcript_id = $1,
-		stop_error = $2, finished_at = $3 WHERE sandbox_id = $4 RETURNING `+terminationCols,
-		p.TranscriptID, p.StopError, orNow(p.At, s.clock()), p.SandboxID))
+	var out *store.Termination
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		t, err := scanTermination(tx.QueryRow(ctx, `UPDATE terminations SET transcript_id = $1,
+			stop_error = $2, finished_at = $3 WHERE sandbox_id = $4 AND finished_at IS NULL RETURNING `+terminationCols,
+			p.TranscriptID, p.StopError, orNow(p.At, s.clock()), p.SandboxID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			var exists bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM terminations WHERE sandbox_id = $1)`, p.SandboxID).Scan(&exists); err != nil {
+				return mapErr("finish termination of sandbox "+p.SandboxID, err)
+			}
+			if exists {
+				return fmt.Errorf("termination of sandbox %s is finished already: %w", p.SandboxID, store.ErrConflict)
+			}
+			return fmt.Errorf("termination of sandbox %s: %w", p.SandboxID, store.ErrNotFound)
+		}
+		if err != nil {
+			return mapErr("finish termination of sandbox "+p.SandboxID, err)
+		}
+		out = t
+		if p.Audit != nil {
+			return s.appendAuditTx(ctx, tx, p.Audit)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, mapErr("finish termination of sandbox "+p.SandboxID, err)
+		return nil, err
 	}
-	return t, nil
+	return out, nil
+}
+
+// ListUnfinishedTerminations implements store.MonitorStore.
+func (s *Store) ListUnfinishedTerminations(ctx context.Context, claimedBefore time.Time) ([]*store.Termination, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+terminationCols+` FROM terminations
+		WHERE finished_at IS NULL AND at <= $1 ORDER BY at, sandbox_id COLLATE "C"`, claimedBefore)
+	if err != nil {
+		return nil, mapErr("list unfinished terminations", err)
+	}
+	return collect(rows, "terminations", scanTermination)
 }
 
 // GetTermination implements store.MonitorStore.

@@ -97,7 +97,7 @@ func scanTranscript(row pgx.Row) (*store.Transcript, error) {
 }
 
 const terminationCols = `sandbox_id, task_id, tenant_id, reason, duration_us, transcript_id, node,
-	stop_error, at, finished_at`
+	stop_error, at, finished_at, completed`
 
 func scanTermination(row pgx.Row) (*store.Termination, error) {
 	var (
@@ -105,7 +105,7 @@ func scanTermination(row pgx.Row) (*store.Termination, error) {
 		durationUS int64
 	)
 	if err := row.Scan(&t.SandboxID, &t.TaskID, &t.TenantID, &t.Reason, &durationUS, &t.TranscriptID,
-		&t.Node, &t.StopError, &t.At, &t.FinishedAt); err != nil {
+		&t.Node, &t.StopError, &t.At, &t.FinishedAt, &t.Completed); err != nil {
 		return nil, err
 	}
 	t.Duration = time.Duration(durationUS) * time.Microsecond

@@ -13,6 +13,12 @@ import (
 // id order is append order) and r.At when they are zero, so the caller
 // learns what was stored.
 func (s *Store) AppendAudit(ctx context.Context, r *store.AuditRecord) error {
+	return s.appendAuditTx(ctx, s.write, r)
+}
+
+// appendAuditTx inserts r with q (the write pool, or a transaction that
+// writes more with it).
+func (s *Store) appendAuditTx(ctx context.Context, q querier, r *store.AuditRecord) error {
 	if r == nil || r.Kind == "" {
 		return fmt.Errorf("audit record kind is required: %w", store.ErrInvalid)
 	}
@@ -26,7 +32,7 @@ func (s *Store) AppendAudit(ctx context.Context, r *store.AuditRecord) error {
 	if r.At.IsZero() {
 		r.At = s.timestamp()
 	}
-	_, err = s.write.ExecContext(ctx, `INSERT INTO audit (id, tenant_id, kind, subject, data, at)
+	_, err = q.ExecContext(ctx, `INSERT INTO audit (id, tenant_id, kind, subject, data, at)
 		VALUES (?, ?, ?, ?, ?, ?)`, r.ID, r.TenantID, r.Kind, r.Subject, data, micros(r.At))
 	if s.drv.isUnique(err) {
 		return fmt.Errorf("audit record %q: %w", r.ID, store.ErrAlreadyExists)

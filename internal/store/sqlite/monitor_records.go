@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentkernel/agentkernel/internal/ids"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -93,10 +94,10 @@ func (s *Store) RecordTermination(ctx context.Context, t *store.Termination) (*s
 		var err error
 		existed = false
 		out, err = scanTermination(tx.QueryRowContext(ctx, `INSERT INTO terminations
-			(sandbox_id, task_id, tenant_id, reason, duration_us, transcript_id, node, stop_error, at, finished_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sandbox_id) DO NOTHING RETURNING `+terminationCols,
+			(sandbox_id, task_id, tenant_id, reason, duration_us, transcript_id, node, stop_error, at, finished_at, completed)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sandbox_id) DO NOTHING RETURNING `+terminationCols,
 			t.SandboxID, t.TaskID, t.TenantID, t.Reason, t.Duration.Microseconds(), t.TranscriptID, t.Node,
-			t.StopError, micros(at), nullMicros(t.FinishedAt)))
+			t.StopError, micros(at), nullMicros(t.FinishedAt), t.Completed))
 		if errors.Is(err, sql.ErrNoRows) {
 			existed = true
 			out, err = scanTermination(tx.QueryRowContext(ctx, `SELECT `+terminationCols+` FROM terminations
@@ -129,13 +130,20 @@ func (s *Store) FinishTermination(ctx context.Context, p store.FinishTermination
 	err := s.inTx(ctx, func(tx *wtx) error {
 		var err error
 		out, err = scanTermination(tx.QueryRowContext(ctx, `UPDATE terminations SET transcript_id = ?,
-			stop_error = ?, finished_at = ? WHERE sandbox_id = ? RETURNING `+terminationCols,
+			stop_error = ?, finished_at = ? WHERE sandbox_id = ? AND finished_at IS NULL RETURNING `+terminationCols,
 			p.TranscriptID, p.StopError, micros(at), p.SandboxID))
 		if errors.Is(err, sql.ErrNoRows) {
+			if _, gerr := scanTermination(tx.QueryRowContext(ctx, `SELECT `+terminationCols+` FROM terminations
+				WHERE sandbox_id = ?`, p.SandboxID)); gerr == nil {
+				return fmt.Errorf("termination of sandbox %q is finished already: %w", p.SandboxID, store.ErrConflict)
+			}
 			return fmt.Errorf("termination of sandbox %q: %w", p.SandboxID, store.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("sqlite: finish termination of sandbox %q: %w", p.SandboxID, err)
+		}
+		if p.Audit != nil {
+			return s.appendAuditTx(ctx, tx, p.Audit)
 		}
 		return nil
 	})
@@ -143,6 +151,16 @@ func (s *Store) FinishTermination(ctx context.Context, p store.FinishTermination
 		return nil, err
 	}
 	return out, nil
+}
+
+// ListUnfinishedTerminations implements store.MonitorStore.
+func (s *Store) ListUnfinishedTerminations(ctx context.Context, claimedBefore time.Time) ([]*store.Termination, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+terminationCols+` FROM terminations
+		WHERE finished_at IS NULL AND at <= ? ORDER BY at, sandbox_id`, micros(claimedBefore))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list unfinished terminations: %w", err)
+	}
+	return collect(rows, "terminations", scanTermination)
 }
 
 // GetTermination implements store.MonitorStore.

@@ -120,7 +120,7 @@ func scanTranscript(r scanner) (*store.Transcript, error) {
 }
 
 const terminationCols = `sandbox_id, task_id, tenant_id, reason, duration_us, transcript_id, node,
-	stop_error, at, finished_at`
+	stop_error, at, finished_at, completed`
 
 func scanTermination(r scanner) (*store.Termination, error) {
 	var (
@@ -130,7 +130,7 @@ func scanTermination(r scanner) (*store.Termination, error) {
 		finished   sql.NullInt64
 	)
 	if err := r.Scan(&t.SandboxID, &t.TaskID, &t.TenantID, &t.Reason, &durationUS, &t.TranscriptID,
-		&t.Node, &t.StopError, &at, &finished); err != nil {
+		&t.Node, &t.StopError, &at, &finished, &t.Completed); err != nil {
 		return nil, err
 	}
 	t.Duration = time.Duration(durationUS) * time.Microsecond

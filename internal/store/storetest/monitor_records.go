@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"time"
 
@@ -77,10 +78,33 @@ func testMonTermination(e *monEnv) {
 		Reason: store.TerminationIdle, Duration: 3*time.Minute + 250*time.Millisecond, Node: "node-a", At: monAt(time.Minute)})
 	mustErrIs(e.t, err, store.ErrAlreadyExists, "identical RecordTermination")
 
+	unfinished, err := e.s.ListUnfinishedTerminations(e.ctx, monAt(time.Minute))
+	mustOK(e.t, err, "ListUnfinishedTerminations")
+	if len(unfinished) != 1 || unfinished[0].SandboxID != "sbx_1" {
+		e.t.Fatalf("unfinished terminations: %+v, want sbx_1's", unfinished)
+	}
+	if early, _ := e.s.ListUnfinishedTerminations(e.ctx, monAt(time.Minute-time.Second)); len(early) != 0 {
+		e.t.Fatalf("unfinished terminations claimed before it: %+v", early)
+	}
 	fin, err := e.s.FinishTermination(e.ctx, store.FinishTerminationParams{SandboxID: "sbx_1", TranscriptID: "trn_1",
-		StopError: "stop: timeout", At: monAt(3 * time.Minute)})
+		StopError: "stop: timeout", At: monAt(3 * time.Minute),
+		Audit: &store.AuditRecord{TenantID: "tnt_a", Kind: "SANDBOX_TERMINATED_IDLE", Subject: "sbx_1"}})
 	mustOK(e.t, err, "FinishTermination")
 	equal(e.t, "transcript", fin.TranscriptID, "trn_1")
+	// A termination finishes, and is audited, once.
+	_, err = e.s.FinishTermination(e.ctx, store.FinishTerminationParams{SandboxID: "sbx_1", TranscriptID: "trn_2",
+		Audit: &store.AuditRecord{TenantID: "tnt_a", Kind: "SANDBOX_TERMINATED_IDLE", Subject: "sbx_1"}})
+	mustErrIs(e.t, err, store.ErrConflict, "second FinishTermination")
+	if a, ok := e.s.(interface {
+		ListAudit(context.Context, store.ListAuditParams) ([]*store.AuditRecord, error)
+	}); ok {
+		audits, err := a.ListAudit(e.ctx, store.ListAuditParams{TenantID: "tnt_a", Subject: "sbx_1"})
+		mustOK(e.t, err, "ListAudit")
+		equal(e.t, "audit records of the termination", len(audits), 1)
+	}
+	if left, _ := e.s.ListUnfinishedTerminations(e.ctx, monAt(time.Hour)); len(left) != 0 {
+		e.t.Fatalf("unfinished terminations after the finish: %+v", left)
+	}
 	got, err := e.s.GetTermination(e.ctx, "sbx_1")
 	mustOK(e.t, err, "GetTermination")
 	equal(e.t, "task", got.TaskID, "tsk_1")
@@ -92,8 +116,10 @@ func testMonTermination(e *monEnv) {
 
 	// A sandbox without events can be terminated too (dead before its
 	// first heartbeat).
-	_, err = e.s.RecordTermination(e.ctx, &store.Termination{SandboxID: "sbx_silent", Reason: store.TerminationHeartbeat})
+	silent, err := e.s.RecordTermination(e.ctx, &store.Termination{SandboxID: "sbx_silent", Reason: store.TerminationPostCompletion,
+		Completed: true})
 	mustOK(e.t, err, "RecordTermination without activity")
+	equal(e.t, "completed", silent.Completed, true)
 	_, err = e.s.RecordTermination(e.ctx, &store.Termination{SandboxID: "sbx_2", Reason: "bored"})
 	mustErrIs(e.t, err, store.ErrInvalid, "RecordTermination bad reason")
 	_, err = e.s.FinishTermination(e.ctx, store.FinishTerminationParams{SandboxID: "sbx_none"})

@@ -63,3 +63,9 @@ CREATE INDEX checkpoints_workspace_idx ON checkpoints (workspace) WHERE workspac
 -- Session resources follow their session's rows, wherever they live: no
 -- foreign key (DeleteManagedSession removes them in its transaction).
 ALTER TABLE session_resources DROP CONSTRAINT session_resources_session_id_fkey;
+
+-- A termination the monitor claimed and did not finish (the daemon died in
+-- its sequence) is resumed: completed says how its task ends (completed,
+-- not failed, when the agent had completed).
+ALTER TABLE terminations ADD COLUMN completed boolean NOT NULL DEFAULT false;
+CREATE INDEX terminations_unfinished_idx ON terminations (at) WHERE finished_at IS NULL;

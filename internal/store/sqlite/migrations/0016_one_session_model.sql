@@ -83,3 +83,9 @@ DROP TABLE session_resources;
 ALTER TABLE session_resources_new RENAME TO session_resources;
 CREATE INDEX session_resources_session ON session_resources (session_id, id);
 CREATE UNIQUE INDEX session_resources_mount ON session_resources (session_id, mount_path);
+
+-- A termination the monitor claimed and did not finish (the daemon died in
+-- its sequence) is resumed: completed says how its task ends (completed,
+-- not failed, when the agent had completed).
+ALTER TABLE terminations ADD COLUMN completed INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX terminations_unfinished ON terminations (at) WHERE finished_at IS NULL;
