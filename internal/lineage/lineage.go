@@ -85,30 +85,31 @@ func (l *Service) session(ctx context.Context, tenantID, id string) (*store.Mana
 }
 
 // at resolves the event a fork or rewind starts from: its Seq (eventID ""
-// is the latest) and the log up to it.
-func (l *Service) at(ctx context.Context, s *store.ManagedSession, eventID string) (int64, []store.SessionEvent, error) {
-	atSeq, err := l.cfg.Store.LastEventSeq(ctx, s.ID)
+// is the latest), the session's last Seq, and the log up to the event.
+func (l *Service) at(ctx context.Context, s *store.ManagedSession, eventID string) (atSeq, last int64, evs []store.SessionEvent, err error) {
+	last, err = l.cfg.Store.LastEventSeq(ctx, s.ID)
 	if err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
+	atSeq = last
 	if eventID != "" {
 		ev, err := l.cfg.Store.GetEvent(ctx, s.ID, eventID)
 		if errors.Is(err, store.ErrNotFound) {
-			return 0, nil, fmt.Errorf("session %s has no event %q (field \"event_id\"): %w", s.ID, eventID, store.ErrNotFound)
+			return 0, 0, nil, fmt.Errorf("session %s has no event %q (field \"event_id\"): %w", s.ID, eventID, store.ErrNotFound)
 		}
 		if err != nil {
-			return 0, nil, err
+			return 0, 0, nil, err
 		}
 		atSeq = ev.Seq
 	}
 	if atSeq == 0 {
-		return 0, nil, fmt.Errorf("session %s has no events yet: nothing to start from: %w", s.ID, store.ErrInvalid)
+		return 0, 0, nil, fmt.Errorf("session %s has no events yet: nothing to start from: %w", s.ID, store.ErrInvalid)
 	}
-	evs, err := l.cfg.Store.ListEvents(ctx, store.ListEventsParams{SessionID: s.ID, AfterSeq: 0, BeforeSeq: atSeq + 1})
+	evs, err = l.cfg.Store.ListEvents(ctx, store.ListEventsParams{SessionID: s.ID, AfterSeq: 0, BeforeSeq: atSeq + 1})
 	if err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
-	return atSeq, evs, nil
+	return atSeq, last, evs, nil
 }
 
 // taken is the queue cursor at the cut: the last session.status_running at
@@ -132,14 +133,11 @@ func (l *Service) wake(id string) {
 	}
 }
 
-// workspaceAt is the workspace snapshot at Seq atSeq: the one of the last
-// checkpoint at or before it (every tool result that may have written is
-// a checkpoint), else the one the session started from.
-func (l *Service) workspaceAt(ctx context.Context, s *store.ManagedSession, atSeq int64) (string, error) {
-	cps, err := l.cfg.Store.ListCheckpoints(ctx, s.ID)
-	if err != nil {
-		return "", err
-	}
+// workspaceAt is the workspace snapshot at Seq atSeq among the session's
+// checkpoints cps: the one of the last step checkpoint at or before it
+// (every tool result that may have written is one), else the one the
+// session started from.
+func workspaceAt(s *store.ManagedSession, cps []*store.Checkpoint, atSeq int64) (string, error) {
 	ws := s.Lineage.WorkspaceSeed
 	for _, cp := range cps {
 		if cp.MessageCount <= atSeq && cp.Source == store.CheckpointSourceStep {
@@ -160,11 +158,15 @@ func (l *Service) Fork(ctx context.Context, tenantID, sessionID, eventID string)
 	if err != nil {
 		return nil, err
 	}
-	atSeq, evs, err := l.at(ctx, src, eventID)
+	atSeq, _, evs, err := l.at(ctx, src, eventID)
 	if err != nil {
 		return nil, err
 	}
-	ws, err := l.workspaceAt(ctx, src, atSeq)
+	cps, err := l.cfg.Store.ListCheckpoints(ctx, src.ID)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := workspaceAt(src, cps, atSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -209,21 +211,21 @@ func (l *Service) Rewind(ctx context.Context, tenantID, sessionID, eventID strin
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, nil, err
 	}
-	atSeq, evs, err := l.at(ctx, cur, eventID)
+	atSeq, last, evs, err := l.at(ctx, cur, eventID)
 	if err != nil {
 		return nil, nil, err
 	}
-	ws, err := l.workspaceAt(ctx, cur, atSeq)
+	cps, err := l.cfg.Store.ListCheckpoints(ctx, cur.ID)
 	if err != nil {
 		return nil, nil, err
 	}
-	last, err := l.cfg.Store.LastEventSeq(ctx, cur.ID)
+	ws, err := workspaceAt(cur, cps, atSeq)
 	if err != nil {
 		return nil, nil, err
 	}
 	// The branch keeps the cut-off timeline's workspace: its sandbox's as
 	// it is now, else its last checkpoint's.
-	branchWS, err := l.workspaceAt(ctx, cur, last)
+	branchWS, err := workspaceAt(cur, cps, last)
 	if err != nil && !errors.Is(err, ErrWorkspaceUnknown) {
 		return nil, nil, err
 	}

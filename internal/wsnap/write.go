@@ -71,13 +71,6 @@ func (s *Store) Write(ctx context.Context, dir string) (string, Stats, error) {
 	return id, w.st, nil
 }
 
-// Forget drops what Write remembers of dir (its sandbox is gone).
-func (s *Store) Forget(dir string) {
-	s.mu.Lock()
-	delete(s.files, dir)
-	s.mu.Unlock()
-}
-
 type walker struct {
 	s       *Store
 	ctx     context.Context
