@@ -583,6 +583,16 @@ func ownRules(w *ownWalker) []fieldRule {
 				t.Errorf("a task on an unknown image %s: %d %v, want a 422 naming it", c.marker, code, out)
 			}
 		}),
+		rule(`^POST /v1/tasks \.sandbox\.workspace_from$`).with(func(t *testing.T, c *fieldCase) any {
+			c.state["base"] = map[string]any{"command": []string{"true"}}
+			return "sbx_" + c.marker
+		}).does(func(t *testing.T, c *fieldCase) {
+			// The monitor sets it on diagnostics; a client may not choose
+			// what workspace a task starts with.
+			if code, out := c.send(); code != 422 || !strings.Contains(fmt.Sprint(out), "sandbox.workspace_from") {
+				t.Errorf("a task naming a workspace to clone: %d %v, want a 422 naming the field", code, out)
+			}
+		}),
 		rule(`^POST /v1/tasks \.transcript_path$`).with(func(t *testing.T, c *fieldCase) any {
 			c.state["base"] = map[string]any{"command": []string{"true"}}
 			return "/workspace/transcript.txt"

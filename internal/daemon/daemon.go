@@ -213,7 +213,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		managed.Resources = d.resources
 		d.events, d.runner = events, runner
 		d.AddService(events)
-		ws := workspaces{sandboxes: mgr, snaps: d.snaps}
+		ws := wsnap.Sandboxes{Locker: mgr, Snaps: d.snaps}
 		managed.Lineage = newLineage(st, events, runner.Wake, ws, mgr, d.resources, log)
 		rt, err := newSessionRuntime(cfg, st, events, mgr, sessionServices{vaults: d.vaults, skills: d.skills, packages: pkgs,
 			resources: d.resources, workspaces: ws}, log)
@@ -224,7 +224,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		runner.set(rt)
 		d.AddService(rt)
 	}
-	mon, err := newMonitor(cfg, st, mgr, log)
+	mon, err := newMonitor(cfg, st, mgr, wsnap.Sandboxes{Locker: mgr, Snaps: d.snaps}, log)
 	if err != nil {
 		d.closeStores()
 		return nil, err

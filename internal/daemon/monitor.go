@@ -12,7 +12,7 @@ import (
 
 // newMonitor builds the agent task monitor ([monitor]) on the sandbox
 // manager. It is nil when [monitor] disabled is set.
-func newMonitor(cfg config.Config, st store.Store, mgr *sandbox.Manager, log *slog.Logger) (*monitor.Service, error) {
+func newMonitor(cfg config.Config, st store.Store, mgr *sandbox.Manager, ws monitor.Workspaces, log *slog.Logger) (*monitor.Service, error) {
 	mc := cfg.Monitor
 	if mc.Disabled {
 		return nil, nil
@@ -22,9 +22,10 @@ func newMonitor(cfg config.Config, st store.Store, mgr *sandbox.Manager, log *sl
 		return nil, fmt.Errorf("monitor: the %s store does not implement the monitor store", st.Engine())
 	}
 	return monitor.New(monitor.Config{
-		Store:     ms,
-		Sandboxes: mgr,
-		Log:       log.With("component", "monitor"),
+		Store:      ms,
+		Sandboxes:  mgr,
+		Workspaces: ws,
+		Log:        log.With("component", "monitor"),
 		Thresholds: monitor.Thresholds{
 			Idle: mc.IdleThreshold.D(), Heartbeat: mc.HeartbeatTimeout.D(),
 			StuckRunning: mc.StuckRunningThreshold.D(), PostCompletion: mc.PostCompletionTimeout.D(),

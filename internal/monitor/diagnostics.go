@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
@@ -187,9 +188,15 @@ func (s *Service) SweepDiagnostics(ctx context.Context) SweepReport {
 		if s.cfg.Diagnostics.Env == nil {
 			env = []byte("{}")
 		}
+		spec, err := s.diagnosticSpec(ctx, tk)
+		if err != nil {
+			s.log.WarnContext(ctx, "monitor: diagnostic sandbox", "ticket", v.TicketID, "err", err)
+			continue
+		}
+		rawSpec, _ := json.Marshal(spec)
 		claim, err := s.st.ClaimDiagnosticSpawn(ctx, store.ClaimDiagnosticParams{
-			TicketID: v.TicketID, Now: s.clock.Now(), Rules: s.cfg.Diagnostics.Rules,
-			Task: &store.Task{TenantID: tk.TenantID, Command: cmd, Env: env, DiagnosticOf: v.TicketID},
+			TicketID: v.TicketID, Now: s.clock.Now(), Rules: s.cfg.Diagnostics.Rules, CloneFrom: spec.WorkspaceFrom,
+			Task: &store.Task{TenantID: tk.TenantID, Command: cmd, Env: env, DiagnosticOf: v.TicketID, SandboxSpec: rawSpec},
 		})
 		if err != nil {
 			s.log.WarnContext(ctx, "monitor: claim diagnostic", "ticket", v.TicketID, "err", err)
@@ -205,6 +212,43 @@ func (s *Service) SweepDiagnostics(ctx context.Context) SweepReport {
 		s.goTracked(func(ctx context.Context) { s.launch(ctx, task) })
 	}
 	return rep
+}
+
+// diagnosticSpec is the sandbox a diagnostic of the ticket runs in: the
+// one its latest original task ran in (same driver, image and limits) and,
+// when workspaces can be cloned, starting with a clone of that task's
+// workspace, so the diagnostic sees what the agent left. A sandbox that no
+// longer has a workspace (destroyed) has nothing to clone.
+func (s *Service) diagnosticSpec(ctx context.Context, tk *store.Ticket) (SandboxSpec, error) {
+	tasks, err := s.st.ListTasks(ctx, store.ListTasksParams{TicketID: tk.ID, Kind: store.TaskAgent})
+	if err != nil {
+		return SandboxSpec{}, err
+	}
+	var src *store.Task
+	for _, t := range tasks {
+		if t.TenantID == tk.TenantID && t.SandboxID != "" && (src == nil || !t.CreatedAt.Before(src.CreatedAt)) {
+			src = t
+		}
+	}
+	var spec SandboxSpec
+	if src == nil {
+		return spec, nil
+	}
+	_ = json.Unmarshal(src.SandboxSpec, &spec)
+	spec.WorkspaceFrom = ""
+	if s.cfg.Workspaces == nil {
+		return spec, nil
+	}
+	in, err := s.sbx.Get(ctx, tk.TenantID, src.SandboxID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return spec, nil
+	case err != nil:
+		return SandboxSpec{}, err
+	case in.State != sandbox.StateDestroyed:
+		spec.WorkspaceFrom = src.SandboxID
+	}
+	return spec, nil
 }
 
 // recordDiagnosticOutcome counts a finished diagnostic once (the store

@@ -3,12 +3,20 @@ package monitor_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/monitor"
 	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/agentkernel/agentkernel/internal/wsnap"
 )
 
 // failedWorkflow makes a ticket whose one agent task failed (as the idle
@@ -167,5 +175,67 @@ func TestDiagnosticsStopAtConsecutiveFailuresAndHonourCooldown(t *testing.T) {
 	rep = a.SweepDiagnostics(context.Background())
 	if rep.Refused[ticket] != store.RefusedConsecutiveFailures {
 		t.Fatalf("refusal %q, want consecutive_failures", rep.Refused[ticket])
+	}
+}
+
+// Seed 001's clone_ready safeguard: a diagnostic works on a clone of the
+// workspace its workflow's agent left, so it is not spawned while that
+// sandbox is still live (the agent exited, the monitor has not stopped it
+// yet): the clone would be of a workspace still changing. Once the
+// termination stopped it, the diagnostic starts with exactly those files,
+// and what it writes stays in its own sandbox.
+func TestDiagnosticWaitsForAStoppedWorkspaceAndWorksOnItsClone(t *testing.T) {
+	e := newEnv(t)
+	ws := wsnap.Sandboxes{Locker: e.mgr, Snaps: wsnap.New(e.blobs, slog.New(slog.DiscardHandler))}
+	s := e.service(func(c *monitor.Config) {
+		c.Workspaces = ws
+		c.Diagnostics.Command = []string{"/bin/sh", "-c", `grep -qx 'half done' /workspace/notes.txt && echo diagnosed > /workspace/diag.txt`}
+	})
+	ctx := context.Background()
+	tk, err := e.st.CreateTicket(ctx, &store.Ticket{TenantID: "ten_test", Title: "write notes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := e.runAgent(s, script("agentkernel-agent heartbeat running", "echo 'half done' > /workspace/notes.txt", "exit 4"),
+		func(p *monitor.CreateTaskParams) { p.TicketID = tk.ID })
+	waitFor(t, "the agent's exit", func() bool {
+		s.CheckOnce(ctx)
+		got, _ := e.st.GetTask(ctx, task.ID)
+		return got.Status == store.TaskFailed
+	})
+
+	// Stuck (60 s after the failure), but the sandbox is not stopped yet.
+	e.clock.Advance(61 * time.Second)
+	rep := s.SweepDiagnostics(ctx)
+	if len(rep.Spawned) != 0 || rep.Refused[tk.ID] != store.RefusedCloneNotReady {
+		t.Fatalf("with the workflow's sandbox still live: spawned %d, refused %q; want clone_not_ready", len(rep.Spawned), rep.Refused[tk.ID])
+	}
+
+	// Dead after 90 s without a heartbeat: terminated, transcript saved,
+	// stopped. Now the clone is ready.
+	e.clock.Advance(30 * time.Second)
+	if term := check(t, s, task.SandboxID); term == nil {
+		t.Fatal("the dead agent's sandbox was not terminated")
+	}
+	rep = s.SweepDiagnostics(ctx)
+	if len(rep.Spawned) != 1 {
+		t.Fatalf("after the stop: spawned %d, refused %q", len(rep.Spawned), rep.Refused[tk.ID])
+	}
+	finishDiagnostics(t, e, s, tk.ID)
+	d := diagnosticTasks(t, e, tk.ID)[0]
+	if d.Status != store.TaskCompleted {
+		t.Fatalf("diagnostic %s %q: it did not find the agent's notes in its workspace", d.Status, d.FailureReason)
+	}
+	if !strings.Contains(string(d.SandboxSpec), task.SandboxID) || d.SandboxID == task.SandboxID {
+		t.Fatalf("diagnostic ran in %s with spec %s; want its own sandbox, cloned from %s", d.SandboxID, d.SandboxSpec, task.SandboxID)
+	}
+	err = e.mgr.WithWorkspace(ctx, "ten_test", task.SandboxID, func(dir string) error {
+		if _, err := os.Stat(filepath.Join(dir, "diag.txt")); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("the diagnostic's write reached the original workspace: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agentkernel/agentkernel/internal/blob"
 	"github.com/agentkernel/agentkernel/internal/blob/fsblob"
 	"github.com/agentkernel/agentkernel/internal/clock"
 	"github.com/agentkernel/agentkernel/internal/monitor"
@@ -69,6 +70,7 @@ type env struct {
 	t     testing.TB
 	st    *sqlite.Store
 	mgr   *sandbox.Manager
+	blobs blob.Store
 	clock *clock.Fake
 	sbx   monitor.Sandboxes
 }
@@ -117,7 +119,7 @@ func newEnv(t testing.TB) *env {
 		st.Close()
 		os.RemoveAll(run)
 	})
-	return &env{t: t, st: st, mgr: mgr, clock: fc, sbx: mgr}
+	return &env{t: t, st: st, mgr: mgr, blobs: blobs, clock: fc, sbx: mgr}
 }
 
 func (e *env) service(mod func(*monitor.Config)) *monitor.Service {

@@ -50,6 +50,16 @@ func (s *Service) launch(ctx context.Context, t *store.Task) {
 	// or it could stop an exited agent's sandbox before the monitor saved
 	// its output.
 	p.SleepAfter = s.safetySleepAfter()
+	if spec.WorkspaceFrom != "" && s.cfg.Workspaces != nil {
+		// The claim checked clone_ready: the source is stopped, so the
+		// snapshot is of a workspace no one is writing.
+		snap, err := s.cfg.Workspaces.Snapshot(ctx, t.TenantID, spec.WorkspaceFrom)
+		if err != nil {
+			fail("workspace_clone_failed", err)
+			return
+		}
+		p.Seed = s.cfg.Workspaces.Seeder(snap)
+	}
 	in, err := s.sbx.Create(ctx, p)
 	if err != nil {
 		fail("sandbox_create_failed", err)

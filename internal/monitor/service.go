@@ -35,6 +35,14 @@ type Sandboxes interface {
 	Destroy(ctx context.Context, tenantID, id string) (*sandbox.Info, error)
 }
 
+// Workspaces snapshots a sandbox's workspace and seeds a new sandbox with
+// it (wsnap.Sandboxes): a diagnostic works on a clone of the workflow's
+// workspace.
+type Workspaces interface {
+	Snapshot(ctx context.Context, tenantID, sandboxID string) (string, error)
+	Seeder(snapshot string) func(ctx context.Context, workspace string) error
+}
+
 // Stop modes of a terminated sandbox.
 const (
 	StopHibernate = "hibernate"
@@ -45,8 +53,12 @@ const (
 type Config struct {
 	Store     Store
 	Sandboxes Sandboxes
-	Clock     clock.Clock
-	Log       *slog.Logger
+	// Workspaces, when set, gives each diagnostic a clone of the workspace
+	// of its workflow's latest task (seed 001's clone_ready safeguard
+	// waits until that sandbox is stopped). Nil: diagnostics start empty.
+	Workspaces Workspaces
+	Clock      clock.Clock
+	Log        *slog.Logger
 
 	Thresholds    Thresholds
 	CheckInterval time.Duration

@@ -25,6 +25,10 @@ type SandboxSpec struct {
 		Pids     int64   `json:"pids,omitempty"`
 		CPUs     float64 `json:"cpus,omitempty"`
 	} `json:"limits,omitzero"`
+	// WorkspaceFrom is the sandbox whose workspace a diagnostic's sandbox
+	// starts with (a clone taken at launch; the claim made sure that
+	// sandbox was stopped).
+	WorkspaceFrom string `json:"workspace_from,omitempty"`
 }
 
 // CreateParams is the sandbox a task of tenant runs in. The monitor's
@@ -65,6 +69,11 @@ func (s *Service) CreateTask(ctx context.Context, p CreateTaskParams) (*store.Ta
 	}
 	if tp := p.TranscriptPath; tp != "" && (!path.IsAbs(tp) || strings.Contains(tp, "..")) {
 		return nil, fmt.Errorf("%w: field \"transcript_path\": %q must be an absolute path inside the sandbox without \"..\"", ErrInvalidTask, tp)
+	}
+	if p.Sandbox.WorkspaceFrom != "" {
+		// Only a diagnostic starts with a clone, of its own workflow's
+		// workspace, once the monitor has made sure it is stopped.
+		return nil, fmt.Errorf("%w: field \"sandbox.workspace_from\" is set by the monitor for diagnostics only; leave it out", ErrInvalidTask)
 	}
 	if p.TicketID != "" {
 		t, err := s.st.GetTicket(ctx, p.TicketID)

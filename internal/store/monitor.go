@@ -430,6 +430,12 @@ type ClaimDiagnosticParams struct {
 	// TaskDiagnostic, TicketID to the ticket's, Status to pending; ID is
 	// generated when empty). Required.
 	Task *Task
+	// CloneFrom is the sandbox whose workspace the diagnostic works on (the
+	// workflow's latest task's). When set, the seed's clone_ready safeguard
+	// holds only once that sandbox's termination has finished without a
+	// stop error: its transcript is saved and it is stopped, so the clone
+	// is not of a workspace still being written. "" = nothing to clone.
+	CloneFrom string
 }
 
 // DiagnosticRefusal says why a claim was refused.
@@ -440,6 +446,7 @@ const (
 	RefusedHumanReview         DiagnosticRefusal = "human_review"
 	RefusedMaxPerWorkflow      DiagnosticRefusal = "max_per_workflow"
 	RefusedConsecutiveFailures DiagnosticRefusal = "consecutive_failures"
+	RefusedCloneNotReady       DiagnosticRefusal = "clone_not_ready"
 	RefusedCooldown            DiagnosticRefusal = "cooldown"
 )
 

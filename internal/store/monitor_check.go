@@ -132,7 +132,9 @@ func (r DiagnosticRules) Check() error {
 
 // Refusal says which safeguard refuses a spawn at now (in the order the
 // seed checks them), or "" when none does. RetryAt is set for the cooldown.
-func (s *DiagnosticState) Refusal(now time.Time, r DiagnosticRules) (DiagnosticRefusal, *time.Time) {
+// cloneReady is the clone_ready safeguard, read from the terminations in
+// the claim's transaction (ClaimDiagnosticParams.CloneFrom).
+func (s *DiagnosticState) Refusal(now time.Time, r DiagnosticRules, cloneReady bool) (DiagnosticRefusal, *time.Time) {
 	switch {
 	case s.HumanReview:
 		return RefusedHumanReview, nil
@@ -142,6 +144,8 @@ func (s *DiagnosticState) Refusal(now time.Time, r DiagnosticRules) (DiagnosticR
 		return RefusedConsecutiveFailures, nil
 	case s.Attempts >= r.MaxPerWorkflow:
 		return RefusedMaxPerWorkflow, nil
+	case !cloneReady:
+		return RefusedCloneNotReady, nil
 	case s.LastSpawnedAt != nil && now.Before(s.LastSpawnedAt.Add(r.Cooldown)):
 		return RefusedCooldown, timeRef(s.LastSpawnedAt.Add(r.Cooldown))
 	}

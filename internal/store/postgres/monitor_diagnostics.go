@@ -49,15 +49,21 @@ func (s *Store) ClaimDiagnosticSpawn(ctx context.Context, p store.ClaimDiagnosti
 			WHERE ticket_id = $3 AND pending_task_id = '' AND NOT human_review
 			  AND attempts < $4 AND consecutive_failures < $5
 			  AND (last_spawned_at IS NULL OR last_spawned_at <= $6)
+			  AND ($7 = '' OR EXISTS (SELECT 1 FROM terminations
+			       WHERE sandbox_id = $7 AND finished_at IS NOT NULL AND stop_error = ''))
 			RETURNING `+diagnosticCols,
-			now, task.ID, p.TicketID, p.Rules.MaxPerWorkflow, p.Rules.MaxConsecutiveFailures, cutoff))
+			now, task.ID, p.TicketID, p.Rules.MaxPerWorkflow, p.Rules.MaxConsecutiveFailures, cutoff, p.CloneFrom))
 		if errors.Is(err, pgx.ErrNoRows) {
 			d, err = scanDiagnostic(tx.QueryRow(ctx, `SELECT `+diagnosticCols+` FROM diagnostic_states
 				WHERE ticket_id = $1`, p.TicketID))
 			if err != nil {
 				return mapErr("diagnostic state of ticket "+p.TicketID, err)
 			}
-			refusal, retry := d.Refusal(now, p.Rules)
+			ready, err := cloneReady(ctx, tx, p.CloneFrom)
+			if err != nil {
+				return err
+			}
+			refusal, retry := d.Refusal(now, p.Rules, ready)
 			out = store.DiagnosticClaim{Refusal: refusal, State: *d, RetryAt: retry}
 			return nil
 		}
@@ -124,4 +130,19 @@ func (s *Store) MarkHumanReview(ctx context.Context, p store.MarkHumanReviewPara
 		return nil, mapErr("mark ticket "+p.TicketID+" for human review", err)
 	}
 	return d, nil
+}
+
+// cloneReady is the clone_ready safeguard: the sandbox to clone has a
+// finished termination that stopped it.
+func cloneReady(ctx context.Context, tx pgx.Tx, sandboxID string) (bool, error) {
+	if sandboxID == "" {
+		return true, nil
+	}
+	var ok bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM terminations
+		WHERE sandbox_id = $1 AND finished_at IS NOT NULL AND stop_error = '')`, sandboxID).Scan(&ok)
+	if err != nil {
+		return false, mapErr("termination of sandbox "+sandboxID, err)
+	}
+	return ok, nil
 }

@@ -48,8 +48,10 @@ func (s *Store) ClaimDiagnosticSpawn(ctx context.Context, p store.ClaimDiagnosti
 			WHERE ticket_id = ?3 AND pending_task_id = '' AND human_review = 0
 			  AND attempts < ?4 AND consecutive_failures < ?5
 			  AND (last_spawned_at IS NULL OR last_spawned_at <= ?6)
+			  AND (?7 = '' OR EXISTS (SELECT 1 FROM terminations
+			       WHERE sandbox_id = ?7 AND finished_at IS NOT NULL AND stop_error = ''))
 			RETURNING `+diagnosticCols,
-			micros(now), task.ID, p.TicketID, p.Rules.MaxPerWorkflow, p.Rules.MaxConsecutiveFailures, micros(cutoff)))
+			micros(now), task.ID, p.TicketID, p.Rules.MaxPerWorkflow, p.Rules.MaxConsecutiveFailures, micros(cutoff), p.CloneFrom))
 		if errors.Is(err, sql.ErrNoRows) {
 			d, err = scanDiagnostic(tx.QueryRowContext(ctx, `SELECT `+diagnosticCols+` FROM diagnostic_states
 				WHERE ticket_id = ?`, p.TicketID))
@@ -59,7 +61,11 @@ func (s *Store) ClaimDiagnosticSpawn(ctx context.Context, p store.ClaimDiagnosti
 			if err != nil {
 				return fmt.Errorf("sqlite: read diagnostic state of ticket %q: %w", p.TicketID, err)
 			}
-			refusal, retry := d.Refusal(now, p.Rules)
+			ready, err := s.cloneReady(ctx, tx, p.CloneFrom)
+			if err != nil {
+				return err
+			}
+			refusal, retry := d.Refusal(now, p.Rules, ready)
 			out = store.DiagnosticClaim{Refusal: refusal, State: *d, RetryAt: retry}
 			return nil
 		}
@@ -141,4 +147,19 @@ func (s *Store) MarkHumanReview(ctx context.Context, p store.MarkHumanReviewPara
 		return nil, err
 	}
 	return out, nil
+}
+
+// cloneReady is the clone_ready safeguard: the sandbox to clone has a
+// finished termination that stopped it.
+func (s *Store) cloneReady(ctx context.Context, tx *wtx, sandboxID string) (bool, error) {
+	if sandboxID == "" {
+		return true, nil
+	}
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM terminations
+		WHERE sandbox_id = ? AND finished_at IS NOT NULL AND stop_error = ''`, sandboxID).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("sqlite: read termination of sandbox %q: %w", sandboxID, err)
+	}
+	return n > 0, nil
 }

@@ -129,6 +129,7 @@ func testMonTermination(e *monEnv) {
 var monDiagnosticCases = []monCase{
 	{"ClaimSafeguards", testMonDiagnosticSafeguards},
 	{"ClaimCreatesTask", testMonDiagnosticTask},
+	{"CloneReady", testMonCloneReady},
 	{"OutcomeCountsOnce", testMonDiagnosticOutcome},
 	{"HumanReview", testMonHumanReview},
 	{"Validation", testMonDiagnosticInvalid},
@@ -204,6 +205,43 @@ func testMonDiagnosticSafeguards(e *monEnv) {
 	mustErrIs(e.t, err, store.ErrNotFound, "ClaimDiagnosticSpawn unknown ticket")
 	_, err = e.s.GetDiagnosticState(e.ctx, "tkt_missing")
 	mustErrIs(e.t, err, store.ErrNotFound, "GetDiagnosticState unknown ticket")
+}
+
+// testMonCloneReady: the clone_ready safeguard holds only once the
+// sandbox to clone has a finished termination that stopped it; it comes
+// after the per-workflow cap and before the cooldown, as in the seed.
+func testMonCloneReady(e *monEnv) {
+	tk := e.ticket("tnt_a")
+	claim := func(at time.Time, from string) store.DiagnosticClaim {
+		e.t.Helper()
+		c, err := e.s.ClaimDiagnosticSpawn(e.ctx, store.ClaimDiagnosticParams{TicketID: tk.ID, Now: at, Rules: monRules,
+			CloneFrom: from, Task: &store.Task{TenantID: "tnt_a", Command: json.RawMessage(`["diagnose"]`)}})
+		mustOK(e.t, err, "ClaimDiagnosticSpawn")
+		return c
+	}
+	c := claim(monAt(0), "sbx_clone_none")
+	refused(e, "no termination of the sandbox to clone", c, store.RefusedCloneNotReady)
+	equal(e.t, "a refusal writes nothing", c.State.Attempts, int64(0))
+
+	_, err := e.s.RecordTermination(e.ctx, &store.Termination{SandboxID: "sbx_clone", TenantID: "tnt_a", Reason: store.TerminationIdle, At: monAt(0)})
+	mustOK(e.t, err, "RecordTermination")
+	refused(e, "termination claimed, not finished", claim(monAt(0), "sbx_clone"), store.RefusedCloneNotReady)
+
+	_, err = e.s.RecordTermination(e.ctx, &store.Termination{SandboxID: "sbx_clone_bad", TenantID: "tnt_a", Reason: store.TerminationIdle, At: monAt(0)})
+	mustOK(e.t, err, "RecordTermination")
+	_, err = e.s.FinishTermination(e.ctx, store.FinishTerminationParams{SandboxID: "sbx_clone_bad", StopError: "stop: timeout", At: monAt(0)})
+	mustOK(e.t, err, "FinishTermination with a stop error")
+	refused(e, "termination whose stop failed", claim(monAt(0), "sbx_clone_bad"), store.RefusedCloneNotReady)
+
+	_, err = e.s.FinishTermination(e.ctx, store.FinishTerminationParams{SandboxID: "sbx_clone", At: monAt(0)})
+	mustOK(e.t, err, "FinishTermination")
+	c = claim(monAt(0), "sbx_clone")
+	equal(e.t, "claim once the termination finished", c.OK, true)
+	e.outcome(tk.ID, c.Task.ID, false)
+	// Order: the cooldown is checked after clone_ready.
+	refused(e, "within the cooldown, clone not ready", claim(monAt(time.Minute), "sbx_clone_none"), store.RefusedCloneNotReady)
+	refused(e, "within the cooldown, clone ready", claim(monAt(time.Minute), "sbx_clone"), store.RefusedCooldown)
+	equal(e.t, "no clone needed", claim(monAt(time.Hour), "").OK, true)
 }
 
 func testMonDiagnosticTask(e *monEnv) {
