@@ -30,7 +30,7 @@ const (
 	maxEnvDescription = 2048
 )
 
-func (m *managed) writeEnvironment(w http.ResponseWriter, r *http.Request, e *store.Environment) {
+func (m *managedAPI) writeEnvironment(w http.ResponseWriter, r *http.Request, e *store.Environment) {
 	var d envDoc
 	if err := json.Unmarshal(e.Doc, &d); err != nil {
 		m.writeError(w, r, err)
@@ -41,7 +41,7 @@ func (m *managed) writeEnvironment(w http.ResponseWriter, r *http.Request, e *st
 
 // writeEnvJSON writes the environment with its package build (start: begin
 // the build if there is none).
-func (m *managed) writeEnvJSON(w http.ResponseWriter, r *http.Request, e *store.Environment, d envDoc, start bool) {
+func (m *managedAPI) writeEnvJSON(w http.ResponseWriter, r *http.Request, e *store.Environment, d envDoc, start bool) {
 	out := m.toEnvJSON(e, d)
 	b, err := m.envBuild(r.Context(), e, d, start)
 	if err != nil {
@@ -52,7 +52,7 @@ func (m *managed) writeEnvJSON(w http.ResponseWriter, r *http.Request, e *store.
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (m *managed) toEnvJSON(e *store.Environment, d envDoc) map[string]any {
+func (m *managedAPI) toEnvJSON(e *store.Environment, d envDoc) map[string]any {
 	var archived any
 	if e.ArchivedAt != nil {
 		archived = e.ArchivedAt.UTC().Format(time.RFC3339Nano)
@@ -70,23 +70,23 @@ func (m *managed) toEnvJSON(e *store.Environment, d envDoc) map[string]any {
 }
 
 // applyEnvFields writes the fields present in in onto d.
-func (m *managed) applyEnvFields(in obj, d *envDoc, create bool) error {
-	if create || in.has("name") {
-		name, err := in.reqStr("name")
+func (m *managedAPI) applyEnvFields(in obj, d *envDoc, create bool) error {
+	if create || in.Has("name") {
+		name, err := in.ReqStr("name")
 		if err == nil {
-			err = in.limitLen("name", name, maxEnvName)
+			err = in.LimitLen("name", name, maxEnvName)
 		}
 		if err != nil {
 			return err
 		}
 		d.Name = name
 	}
-	if in.has("description") {
+	if in.Has("description") {
 		d.Description = nil
-		if in.set("description") {
-			v, err := in.str("description")
+		if in.Set("description") {
+			v, err := in.Str("description")
 			if err == nil {
-				err = in.limitLen("description", v, maxEnvDescription)
+				err = in.LimitLen("description", v, maxEnvDescription)
 			}
 			if err != nil {
 				return err
@@ -94,23 +94,23 @@ func (m *managed) applyEnvFields(in obj, d *envDoc, create bool) error {
 			d.Description = &v
 		}
 	}
-	if in.has("scope") {
-		scope, err := in.str("scope")
+	if in.Has("scope") {
+		scope, err := in.Str("scope")
 		if err != nil {
 			return err
 		}
 		switch scope {
 		case "", "organization":
 		case "account":
-			return in.notYet("scope", "an environment is visible to every key of its tenant (scope organization)")
+			return in.NotYet("scope", "an environment is visible to every key of its tenant (scope organization)")
 		default:
 			return BadRequest("field \"scope\" must be organization or account")
 		}
 		d.Scope = scope
 	}
-	if in.has("metadata") {
+	if in.Has("metadata") {
 		// For environments an empty string deletes a key too (SDK docs).
-		md, err := in.metadataPatch("metadata", d.Metadata, !create)
+		md, err := in.MetadataPatch("metadata", d.Metadata, !create)
 		if err != nil {
 			return err
 		}
@@ -121,7 +121,7 @@ func (m *managed) applyEnvFields(in obj, d *envDoc, create bool) error {
 	}
 	// After metadata: the networking a config may state is the one the
 	// environment's metadata gives its sandboxes.
-	if in.has("config") {
+	if in.Has("config") {
 		if err := m.checkEnvConfig(in, d); err != nil {
 			return err
 		}
@@ -136,7 +136,7 @@ func (m *managed) applyEnvFields(in obj, d *envDoc, create bool) error {
 // the runtime uses, and their limits against the operator's policy, so a
 // typo or an impossible limit fails here and not at the first tool call.
 // An unknown agentkernel.* key is refused: stored, it would do nothing.
-func (m *managed) checkSandboxMetadata(md map[string]string) error {
+func (m *managedAPI) checkSandboxMetadata(md map[string]string) error {
 	es, err := session.ParseSandboxMetadata(md)
 	var me *session.MetadataError
 	if errors.As(err, &me) {
@@ -162,14 +162,14 @@ func (m *managed) checkSandboxMetadata(md map[string]string) error {
 	return nil
 }
 
-func (m *managed) createEnvironment(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) createEnvironment(w http.ResponseWriter, r *http.Request) {
 	in, err := decodeObject(r)
 	if err != nil {
 		m.writeError(w, r, err)
 		return
 	}
 	d := envDoc{Metadata: map[string]string{}}
-	if err := firstErr(m.applyEnvFields(in, &d, true), in.strict()); err != nil {
+	if err := firstErr(m.applyEnvFields(in, &d, true), in.Strict()); err != nil {
 		m.writeError(w, r, err)
 		return
 	}
@@ -181,7 +181,7 @@ func (m *managed) createEnvironment(w http.ResponseWriter, r *http.Request) {
 	m.writeEnvJSON(w, r, e, d, true)
 }
 
-func (m *managed) getEnvironment(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) getEnvironment(w http.ResponseWriter, r *http.Request) {
 	e, err := m.environmentFor(r, r.PathValue("id"))
 	if err != nil {
 		m.writeError(w, r, err)
@@ -190,7 +190,7 @@ func (m *managed) getEnvironment(w http.ResponseWriter, r *http.Request) {
 	m.writeEnvironment(w, r, e)
 }
 
-func (m *managed) updateEnvironment(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) updateEnvironment(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	in, err := decodeObject(r)
 	if err != nil {
@@ -211,7 +211,7 @@ func (m *managed) updateEnvironment(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, err)
 		return
 	}
-	if err := firstErr(m.applyEnvFields(in, &d, false), in.strict()); err != nil {
+	if err := firstErr(m.applyEnvFields(in, &d, false), in.Strict()); err != nil {
 		m.writeError(w, r, err)
 		return
 	}
@@ -223,7 +223,7 @@ func (m *managed) updateEnvironment(w http.ResponseWriter, r *http.Request) {
 	m.writeEnvJSON(w, r, e, d, true)
 }
 
-func (m *managed) archiveEnvironment(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) archiveEnvironment(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if _, err := m.environmentFor(r, id); err != nil {
 		m.writeError(w, r, err)
@@ -237,7 +237,7 @@ func (m *managed) archiveEnvironment(w http.ResponseWriter, r *http.Request) {
 	m.writeEnvironment(w, r, e)
 }
 
-func (m *managed) deleteEnvironment(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) deleteEnvironment(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if _, err := m.environmentFor(r, id); err != nil {
 		m.writeError(w, r, err)
@@ -250,7 +250,7 @@ func (m *managed) deleteEnvironment(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"id": id, "type": "environment_deleted"})
 }
 
-func (m *managed) listEnvironments(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) listEnvironments(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p, err := parsePageQuery(q, 20, 100, false)
 	if err == nil {

@@ -31,15 +31,15 @@ var sdkOnlyEvents = map[string]string{
 // buildEvents validates client events and turns them into events to store,
 // each with its id and the time it was received. sessionID is "" before
 // the session exists (initial_events, where only user.message fits).
-func (m *managed) buildEvents(r *http.Request, sessionID string, in []obj, initial bool) ([]store.NewEvent, error) {
+func (m *managedAPI) buildEvents(r *http.Request, sessionID string, in []obj, initial bool) ([]store.NewEvent, error) {
 	now := m.now().Format(time.RFC3339Nano)
 	out := make([]store.NewEvent, 0, len(in))
 	for _, ev := range in {
-		if n := len(mustJSON(ev.m)); n > m.maxEvBy {
+		if n := len(mustJSON(ev.Map())); n > m.maxEvBy {
 			return nil, Errorf(http.StatusRequestEntityTooLarge, TypeRequestTooLarge,
-				"%s is %d bytes; the limit is %d bytes per event", ev.path, n, m.maxEvBy)
+				"%s is %d bytes; the limit is %d bytes per event", ev.Path(), n, m.maxEvBy)
 		}
-		typ, err := ev.reqStr("type")
+		typ, err := ev.ReqStr("type")
 		if err != nil {
 			return nil, err
 		}
@@ -48,7 +48,7 @@ func (m *managed) buildEvents(r *http.Request, sessionID string, in []obj, initi
 		case typ == EventUserMessage:
 			body, err = userMessage(ev)
 		case initial:
-			err = BadRequest("field %q: initial_events take user.message only, got %q", ev.field("type"), typ)
+			err = BadRequest("field %q: initial_events take user.message only, got %q", ev.Field("type"), typ)
 		case typ == EventUserInterrupt:
 			body, err = userInterrupt(ev)
 		case typ == EventUserCustomToolResult:
@@ -56,9 +56,9 @@ func (m *managed) buildEvents(r *http.Request, sessionID string, in []obj, initi
 		case typ == EventUserToolConfirmation:
 			body, err = m.toolConfirmation(r, sessionID, ev)
 		case sdkOnlyEvents[typ] != "":
-			err = BadRequest("field %q: %s events are not accepted: %s", ev.field("type"), typ, sdkOnlyEvents[typ])
+			err = BadRequest("field %q: %s events are not accepted: %s", ev.Field("type"), typ, sdkOnlyEvents[typ])
 		default:
-			err = BadRequest("field %q: unknown event type %q (want user.message, user.interrupt, user.custom_tool_result or user.tool_confirmation)", ev.field("type"), typ)
+			err = BadRequest("field %q: unknown event type %q (want user.message, user.interrupt, user.custom_tool_result or user.tool_confirmation)", ev.Field("type"), typ)
 		}
 		if err != nil {
 			return nil, err
@@ -74,33 +74,33 @@ func (m *managed) buildEvents(r *http.Request, sessionID string, in []obj, initi
 // types the SDK defines for the field (known) are refused as not supported
 // yet: the conversation passes text only, so an image would be dropped.
 func contentBlocks(ev obj, k string, required bool, known ...string) ([]map[string]json.RawMessage, error) {
-	blocks, err := ev.objects(k)
+	blocks, err := ev.Objects(k)
 	if err != nil {
 		return nil, err
 	}
 	if required && len(blocks) == 0 {
-		return nil, BadRequest("field %q is required: an array of content blocks such as {\"type\": \"text\", \"text\": \"…\"}", ev.field(k))
+		return nil, BadRequest("field %q is required: an array of content blocks such as {\"type\": \"text\", \"text\": \"…\"}", ev.Field(k))
 	}
 	out := make([]map[string]json.RawMessage, 0, len(blocks))
 	for _, b := range blocks {
-		typ, err := b.reqStr("type")
+		typ, err := b.ReqStr("type")
 		if err != nil {
 			return nil, err
 		}
 		switch {
 		case typ == "text":
 		case slices.Contains(known, typ):
-			return nil, b.notYet("type", fmt.Sprintf("%s content blocks; agentkernel passes text blocks only", typ))
+			return nil, b.NotYet("type", fmt.Sprintf("%s content blocks; agentkernel passes text blocks only", typ))
 		default:
-			return nil, BadRequest("field %q: unknown content block type %q (want text)", b.field("type"), typ)
+			return nil, BadRequest("field %q: unknown content block type %q (want text)", b.Field("type"), typ)
 		}
-		if !b.set("text") {
-			return nil, BadRequest("field %q is required", b.field("text"))
+		if !b.Set("text") {
+			return nil, BadRequest("field %q is required", b.Field("text"))
 		}
-		if _, err := b.str("text"); err != nil {
+		if _, err := b.Str("text"); err != nil {
 			return nil, err
 		}
-		out = append(out, b.m)
+		out = append(out, b.Map())
 	}
 	return out, nil
 }
@@ -116,18 +116,18 @@ func userMessage(ev obj) (map[string]any, error) {
 // userInterrupt interrupts the session's turn. Threads exist only with
 // multiple agents, which agentkernel does not run.
 func userInterrupt(ev obj) (map[string]any, error) {
-	t, err := ev.str("session_thread_id")
+	t, err := ev.Str("session_thread_id")
 	if err != nil {
 		return nil, err
 	}
 	if t != "" {
-		return nil, ev.notYet("session_thread_id", "a session runs one agent in one thread; interrupt the session itself")
+		return nil, ev.NotYet("session_thread_id", "a session runs one agent in one thread; interrupt the session itself")
 	}
 	return map[string]any{}, nil
 }
 
-func (m *managed) customToolResult(r *http.Request, sessionID string, ev obj) (map[string]any, error) {
-	useID, err := ev.reqStr("custom_tool_use_id")
+func (m *managedAPI) customToolResult(r *http.Request, sessionID string, ev obj) (map[string]any, error) {
+	useID, err := ev.ReqStr("custom_tool_use_id")
 	if err != nil {
 		return nil, err
 	}
@@ -138,34 +138,34 @@ func (m *managed) customToolResult(r *http.Request, sessionID string, ev obj) (m
 	if err != nil {
 		return nil, err
 	}
-	isErr, err := ev.bool("is_error")
+	isErr, err := ev.Bool("is_error")
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"custom_tool_use_id": useID, "content": content, "is_error": isErr}, nil
 }
 
-func (m *managed) toolConfirmation(r *http.Request, sessionID string, ev obj) (map[string]any, error) {
-	useID, err := ev.reqStr("tool_use_id")
+func (m *managedAPI) toolConfirmation(r *http.Request, sessionID string, ev obj) (map[string]any, error) {
+	useID, err := ev.ReqStr("tool_use_id")
 	if err != nil {
 		return nil, err
 	}
 	if err := m.referencedEvent(r, sessionID, ev, "tool_use_id", useID, "agent.tool_use", "agent.mcp_tool_use"); err != nil {
 		return nil, err
 	}
-	result, err := ev.reqStr("result")
+	result, err := ev.ReqStr("result")
 	if err != nil {
 		return nil, err
 	}
 	if result != "allow" && result != "deny" {
-		return nil, BadRequest("field %q must be allow or deny, got %q", ev.field("result"), result)
+		return nil, BadRequest("field %q must be allow or deny, got %q", ev.Field("result"), result)
 	}
 	body := map[string]any{"tool_use_id": useID, "result": result}
-	if ev.set("deny_message") {
+	if ev.Set("deny_message") {
 		if result != "deny" {
-			return nil, BadRequest("field %q is only allowed when result is deny", ev.field("deny_message"))
+			return nil, BadRequest("field %q is only allowed when result is deny", ev.Field("deny_message"))
 		}
-		msg, err := ev.str("deny_message")
+		msg, err := ev.Str("deny_message")
 		if err != nil {
 			return nil, err
 		}
@@ -176,10 +176,10 @@ func (m *managed) toolConfirmation(r *http.Request, sessionID string, ev obj) (m
 
 // referencedEvent checks that id names an event of one of types in the
 // session, so a result for a tool call that never happened fails here.
-func (m *managed) referencedEvent(r *http.Request, sessionID string, ev obj, field, id string, types ...string) error {
+func (m *managedAPI) referencedEvent(r *http.Request, sessionID string, ev obj, field, id string, types ...string) error {
 	e, err := m.st.GetEvent(r.Context(), sessionID, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return BadRequest("field %q: session %s has no event %q", ev.field(field), sessionID, id)
+		return BadRequest("field %q: session %s has no event %q", ev.Field(field), sessionID, id)
 	}
 	if err != nil {
 		return err
@@ -189,5 +189,5 @@ func (m *managed) referencedEvent(r *http.Request, sessionID string, ev obj, fie
 			return nil
 		}
 	}
-	return BadRequest("field %q: event %q is a %s, not %s", ev.field(field), id, e.Type, fmt.Sprint(types))
+	return BadRequest("field %q: event %q is a %s, not %s", ev.Field(field), id, e.Type, fmt.Sprint(types))
 }

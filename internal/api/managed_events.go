@@ -96,7 +96,7 @@ func topLevelKeys(b []byte) (id, at, typ, ok bool) {
 	return id, at, typ, true
 }
 
-func (m *managed) sendEvents(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) sendEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	in, err := decodeObject(r)
 	if err != nil {
@@ -112,7 +112,7 @@ func (m *managed) sendEvents(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, err)
 		return
 	}
-	evs, err := in.objects("events")
+	evs, err := in.Objects("events")
 	if err == nil && len(evs) == 0 {
 		err = BadRequest("field \"events\" is required: an array of events such as {\"type\": \"user.message\", \"content\": [{\"type\": \"text\", \"text\": \"…\"}]}")
 	}
@@ -124,7 +124,7 @@ func (m *managed) sendEvents(w http.ResponseWriter, r *http.Request) {
 		news, err = m.buildEvents(r, id, evs, false)
 	}
 	if err == nil {
-		err = in.strict()
+		err = in.Strict()
 	}
 	if err != nil {
 		m.writeError(w, r, err)
@@ -145,7 +145,7 @@ func (m *managed) sendEvents(w http.ResponseWriter, r *http.Request) {
 
 // listEvents pages through a session's events by Seq: ascending by
 // default, newest first with order=desc; the cursor is the last Seq.
-func (m *managed) listEvents(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) listEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	q := r.URL.Query()
 	p, err := parsePageQuery(q, 100, 1000, false)
@@ -194,7 +194,7 @@ func (m *managed) listEvents(w http.ResponseWriter, r *http.Request) {
 
 // eventsDesc reads newest first below the cursor Seq (0: from the newest)
 // in windows, since the store returns ascending Seq.
-func (m *managed) eventsDesc(r *http.Request, id string, before int64, types []string, p pageQuery) ([]store.SessionEvent, bool, error) {
+func (m *managedAPI) eventsDesc(r *http.Request, id string, before int64, types []string, p pageQuery) ([]store.SessionEvent, bool, error) {
 	if before == 0 {
 		last, err := m.st.LastEventSeq(r.Context(), id)
 		if err != nil {

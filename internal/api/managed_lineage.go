@@ -15,7 +15,7 @@ import (
 //	POST /v1/sessions/{id}/rewind  {"event_id": "sevt_…"}   → {"session", "branch"}
 //	GET  /v1/sessions/{id}/branches                          → {"data": [branches]}
 //	GET  /v1/sessions/{id}/history                           → lineage, turns, branches
-func (s *Server) registerLineageRoutes(m *managed, l *lineage.Service) {
+func (s *Server) registerLineageRoutes(m *managedAPI, l *lineage.Service) {
 	a := s.authenticated
 	s.mux.HandleFunc("POST /v1/sessions/{id}/fork", a(s.noQuery(func(w http.ResponseWriter, r *http.Request) {
 		eventID, err := eventIDBody(r, false)
@@ -104,12 +104,12 @@ func eventIDBody(r *http.Request, required bool) (string, error) {
 	}
 	var id string
 	if required {
-		id, err = in.reqStr("event_id")
-	} else if in.set("event_id") {
-		id, err = in.str("event_id")
+		id, err = in.ReqStr("event_id")
+	} else if in.Set("event_id") {
+		id, err = in.Str("event_id")
 	}
 	if err == nil {
-		err = in.strict()
+		err = in.Strict()
 	}
 	return id, err
 }
@@ -124,7 +124,7 @@ func lineageErr(err error) error {
 }
 
 // sessionObject is the session's JSON as GET renders it.
-func (m *managed) sessionObject(r *http.Request, s *store.ManagedSession) (map[string]any, error) {
+func (m *managedAPI) sessionObject(r *http.Request, s *store.ManagedSession) (map[string]any, error) {
 	d, err := m.sessionDocFor(r, s)
 	if err != nil {
 		return nil, err

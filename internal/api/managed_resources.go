@@ -14,7 +14,7 @@ import (
 // Beta.Sessions.Resources). The handlers decode and encode; the checks and
 // the sandbox work are internal/resources'.
 
-func (s *Server) registerResourceRoutes(m *managed) {
+func (s *Server) registerResourceRoutes(m *managedAPI) {
 	a := s.authenticated
 	s.mux.HandleFunc("POST /v1/sessions/{id}/resources", a(s.noQuery(m.addResource)))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/resources", a(s.query(m.listResources, "limit", "page")))
@@ -27,18 +27,18 @@ func (s *Server) registerResourceRoutes(m *managed) {
 func parseResourceSpec(o obj) (resources.Spec, error) {
 	var sp resources.Spec
 	var err error
-	if sp.Type, err = o.reqStr("type"); err != nil {
+	if sp.Type, err = o.ReqStr("type"); err != nil {
 		return sp, err
 	}
 	str := func(k string, dst *string) {
 		if err == nil {
-			*dst, err = o.str(k)
+			*dst, err = o.Str(k)
 		}
 	}
-	if o.set("mount_path") {
+	if o.Set("mount_path") {
 		str("mount_path", &sp.MountPath)
 		if err == nil && sp.MountPath == "" {
-			err = BadRequest("field %q must not be empty; leave it out for the default", o.field("mount_path"))
+			err = BadRequest("field %q must not be empty; leave it out for the default", o.Field("mount_path"))
 		}
 	}
 	switch sp.Type {
@@ -50,15 +50,15 @@ func parseResourceSpec(o obj) (resources.Spec, error) {
 		var co obj
 		var ok bool
 		if err == nil {
-			co, ok, err = o.object("checkout")
+			co, ok, err = o.Object("checkout")
 		}
 		if err == nil && ok {
-			if sp.CheckoutType, err = co.reqStr("type"); err == nil {
+			if sp.CheckoutType, err = co.ReqStr("type"); err == nil {
 				switch sp.CheckoutType {
 				case "branch":
-					sp.CheckoutName, err = co.reqStr("name")
+					sp.CheckoutName, err = co.ReqStr("name")
 				case "commit":
-					sp.CheckoutSHA, err = co.reqStr("sha")
+					sp.CheckoutSHA, err = co.ReqStr("sha")
 				}
 			}
 		}
@@ -88,16 +88,16 @@ func inputErr(err error) error {
 
 // buildSessionResources checks the create request's resources; the rows
 // are written once the session exists.
-func (m *managed) buildSessionResources(r *http.Request, in obj, sessionID string) ([]*store.SessionResource, error) {
-	if !in.set("resources") {
+func (m *managedAPI) buildSessionResources(r *http.Request, in obj, sessionID string) ([]*store.SessionResource, error) {
+	if !in.Set("resources") {
 		return nil, nil
 	}
-	list, err := in.objects("resources")
+	list, err := in.Objects("resources")
 	if err != nil || len(list) == 0 {
 		return nil, err
 	}
 	if m.resources == nil {
-		return nil, in.notYet("resources", "this daemon runs without session resources")
+		return nil, in.NotYet("resources", "this daemon runs without session resources")
 	}
 	specs := make([]resources.Spec, len(list))
 	for i, o := range list {
@@ -105,12 +105,12 @@ func (m *managed) buildSessionResources(r *http.Request, in obj, sessionID strin
 			return nil, err
 		}
 	}
-	rs, err := m.resources.Build(r.Context(), tenant(r), sessionID, in.field("resources"), specs)
+	rs, err := m.resources.Build(r.Context(), tenant(r), sessionID, in.Field("resources"), specs)
 	return rs, inputErr(err)
 }
 
 // sessionResourcesJSON renders a session's resources for the session body.
-func (m *managed) sessionResourcesJSON(r *http.Request, sessionID string) ([]map[string]any, error) {
+func (m *managedAPI) sessionResourcesJSON(r *http.Request, sessionID string) ([]map[string]any, error) {
 	out := []map[string]any{}
 	if m.resources == nil {
 		return out, nil
@@ -126,7 +126,7 @@ func (m *managed) sessionResourcesJSON(r *http.Request, sessionID string) ([]map
 }
 
 // resourceSession reads the path's session; changes need it writable.
-func (m *managed) resourceSession(r *http.Request, change bool) (*store.ManagedSession, error) {
+func (m *managedAPI) resourceSession(r *http.Request, change bool) (*store.ManagedSession, error) {
 	if m.resources == nil {
 		return nil, Errorf(http.StatusNotFound, TypeNotFound, "session resources are not supported by this daemon")
 	}
@@ -137,13 +137,13 @@ func (m *managed) resourceSession(r *http.Request, change bool) (*store.ManagedS
 	return s, err
 }
 
-func (m *managed) resourceFor(r *http.Request, s *store.ManagedSession) (*store.SessionResource, error) {
+func (m *managedAPI) resourceFor(r *http.Request, s *store.ManagedSession) (*store.SessionResource, error) {
 	id := r.PathValue("rid")
 	x, err := m.resources.Get(r.Context(), s.ID, id)
 	return x, notFoundAs("session resource", id, err)
 }
 
-func (m *managed) addResource(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) addResource(w http.ResponseWriter, r *http.Request) {
 	s, err := m.resourceSession(r, true)
 	if err != nil {
 		m.writeError(w, r, err)
@@ -156,7 +156,7 @@ func (m *managed) addResource(w http.ResponseWriter, r *http.Request) {
 	}
 	sp, err := parseResourceSpec(in)
 	if err == nil {
-		err = in.strict()
+		err = in.Strict()
 	}
 	if err != nil {
 		m.writeError(w, r, err)
@@ -170,7 +170,7 @@ func (m *managed) addResource(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resources.Render(x))
 }
 
-func (m *managed) listResources(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) listResources(w http.ResponseWriter, r *http.Request) {
 	s, err := m.resourceSession(r, false)
 	if err != nil {
 		m.writeError(w, r, err)
@@ -196,7 +196,7 @@ func (m *managed) listResources(w http.ResponseWriter, r *http.Request) {
 	writePage(w, out, more, func(v map[string]any) string { return v["id"].(string) })
 }
 
-func (m *managed) getResource(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) getResource(w http.ResponseWriter, r *http.Request) {
 	s, err := m.resourceSession(r, false)
 	var x *store.SessionResource
 	if err == nil {
@@ -211,7 +211,7 @@ func (m *managed) getResource(w http.ResponseWriter, r *http.Request) {
 
 // updateResource rotates a repository's authorization_token (the only
 // field the SDK lets a resource change).
-func (m *managed) updateResource(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) updateResource(w http.ResponseWriter, r *http.Request) {
 	s, err := m.resourceSession(r, true)
 	var x *store.SessionResource
 	if err == nil {
@@ -223,10 +223,10 @@ func (m *managed) updateResource(w http.ResponseWriter, r *http.Request) {
 	}
 	var token string
 	if err == nil {
-		token, err = in.reqStr("authorization_token")
+		token, err = in.ReqStr("authorization_token")
 	}
 	if err == nil {
-		err = in.strict()
+		err = in.Strict()
 	}
 	if err == nil {
 		x, err = m.resources.UpdateToken(r.Context(), x, strings.TrimSpace(token))
@@ -239,7 +239,7 @@ func (m *managed) updateResource(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resources.Render(x))
 }
 
-func (m *managed) deleteResource(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) deleteResource(w http.ResponseWriter, r *http.Request) {
 	s, err := m.resourceSession(r, true)
 	var x *store.SessionResource
 	if err == nil {

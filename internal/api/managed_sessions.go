@@ -1,20 +1,20 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
 	"strconv"
 
 	"github.com/agentkernel/agentkernel/internal/ids"
+	"github.com/agentkernel/agentkernel/internal/managed"
 	"github.com/agentkernel/agentkernel/internal/resources"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
 // status derives a session's status from the store's facts (seed 000).
-func (m *managed) status(r *http.Request, s *store.ManagedSession) (string, error) {
+func (m *managedAPI) status(r *http.Request, s *store.ManagedSession) (string, error) {
 	rr, err := m.st.GetRunRow(r.Context(), s.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		rr, err = nil, nil
@@ -25,7 +25,7 @@ func (m *managed) status(r *http.Request, s *store.ManagedSession) (string, erro
 	return session.DeriveStatus(s, rr), nil
 }
 
-func (m *managed) writeSession(w http.ResponseWriter, r *http.Request, s *store.ManagedSession) {
+func (m *managedAPI) writeSession(w http.ResponseWriter, r *http.Request, s *store.ManagedSession) {
 	d, err := m.sessionDocFor(r, s)
 	if err != nil {
 		m.writeError(w, r, err)
@@ -39,7 +39,7 @@ func (m *managed) writeSession(w http.ResponseWriter, r *http.Request, s *store.
 	writeJSON(w, http.StatusOK, sessionJSON(s, d, st, m.now()))
 }
 
-func (m *managed) createSession(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) createSession(w http.ResponseWriter, r *http.Request) {
 	in, err := decodeObject(r)
 	if err != nil {
 		m.writeError(w, r, err)
@@ -50,12 +50,12 @@ func (m *managed) createSession(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, err)
 		return
 	}
-	envID, err := in.reqStr("environment_id")
+	envID, err := in.ReqStr("environment_id")
 	if err != nil {
 		m.writeError(w, r, err)
 		return
 	}
-	agent, err := m.agentFor(r, ref.id, ref.version)
+	agent, err := m.svc.Agent(r.Context(), tenant(r), ref.id, ref.version)
 	if err != nil {
 		m.writeError(w, r, err)
 		return
@@ -73,15 +73,12 @@ func (m *managed) createSession(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, Errorf(http.StatusConflict, TypeConflict, "environment %q is archived; archived environments cannot start sessions (field \"environment_id\")", envID))
 		return
 	}
-	ad, err := decodeAgentDoc(agent.Doc)
-	if err == nil {
-		err = applyAgentFields(ref.overrides, &ad, false, m.skillsFor(r))
-	}
+	snap, err := m.svc.SessionAgent(r.Context(), tenant(r), agent, ref.overrides)
 	if err != nil {
 		m.writeError(w, r, err)
 		return
 	}
-	d := sessionDoc{Agent: agentSnapshot(agent, ad)}
+	d := sessionDoc{Agent: snap}
 	if err := firstErr(applySessionFields(in, &d, true), refuseSessionExtras(in), m.applyVaultIDs(r.Context(), in, &d, tenant(r))); err != nil {
 		m.writeError(w, r, err)
 		return
@@ -92,7 +89,7 @@ func (m *managed) createSession(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, err)
 		return
 	}
-	initial, err := in.objects("initial_events")
+	initial, err := in.Objects("initial_events")
 	if err == nil && len(initial) > maxInitialEvents {
 		err = BadRequest("field \"initial_events\" has %d events; the limit is %d", len(initial), maxInitialEvents)
 	}
@@ -101,7 +98,7 @@ func (m *managed) createSession(w http.ResponseWriter, r *http.Request) {
 		evs, err = m.buildEvents(r, "", initial, true)
 	}
 	if err == nil {
-		err = in.strict()
+		err = in.Strict()
 	}
 	if err != nil {
 		m.writeError(w, r, err)
@@ -134,7 +131,7 @@ func (m *managed) createSession(w http.ResponseWriter, r *http.Request) {
 }
 
 // sessionDocFor is the session's doc with its resources as they are now.
-func (m *managed) sessionDocFor(r *http.Request, s *store.ManagedSession) (sessionDoc, error) {
+func (m *managedAPI) sessionDocFor(r *http.Request, s *store.ManagedSession) (sessionDoc, error) {
 	d, err := decodeSessionDoc(s.Doc)
 	if err != nil {
 		return d, err
@@ -147,7 +144,7 @@ func (m *managed) sessionDocFor(r *http.Request, s *store.ManagedSession) (sessi
 	return d, nil
 }
 
-func (m *managed) wake(sessionID string) {
+func (m *managedAPI) wake(sessionID string) {
 	if m.runner != nil {
 		m.runner.Wake(sessionID)
 	}
@@ -155,12 +152,12 @@ func (m *managed) wake(sessionID string) {
 
 // applySessionFields writes title and metadata from in onto d.
 func applySessionFields(in obj, d *sessionDoc, create bool) error {
-	if in.has("title") {
+	if in.Has("title") {
 		d.Title = nil
-		if in.set("title") {
-			t, err := in.str("title")
+		if in.Set("title") {
+			t, err := in.Str("title")
 			if err == nil {
-				err = in.limitLen("title", t, maxSessionTitle)
+				err = in.LimitLen("title", t, maxSessionTitle)
 			}
 			if err != nil {
 				return err
@@ -168,8 +165,8 @@ func applySessionFields(in obj, d *sessionDoc, create bool) error {
 			d.Title = &t
 		}
 	}
-	if create || in.has("metadata") {
-		md, err := in.metadataPatch("metadata", d.Metadata, false)
+	if create || in.Has("metadata") {
+		md, err := in.MetadataPatch("metadata", d.Metadata, false)
 		if err != nil {
 			return err
 		}
@@ -178,7 +175,7 @@ func applySessionFields(in obj, d *sessionDoc, create bool) error {
 	return nil
 }
 
-func (m *managed) getSession(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) getSession(w http.ResponseWriter, r *http.Request) {
 	s, err := m.sessionFor(r, r.PathValue("id"))
 	if err != nil {
 		m.writeError(w, r, err)
@@ -201,7 +198,7 @@ func writable(s *store.ManagedSession) error {
 
 // modifySession applies change to the current session with the store's
 // compare-and-set, retrying when the runtime wrote in between.
-func (m *managed) modifySession(r *http.Request, id string, change func(*store.ManagedSession) error) (*store.ManagedSession, error) {
+func (m *managedAPI) modifySession(r *http.Request, id string, change func(*store.ManagedSession) error) (*store.ManagedSession, error) {
 	for attempt := 0; ; attempt++ {
 		s, err := m.sessionFor(r, id)
 		if err != nil {
@@ -218,7 +215,7 @@ func (m *managed) modifySession(r *http.Request, id string, change func(*store.M
 	}
 }
 
-func (m *managed) updateSession(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) updateSession(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	in, err := decodeObject(r)
 	if err != nil {
@@ -236,14 +233,14 @@ func (m *managed) updateSession(w http.ResponseWriter, r *http.Request) {
 		if err := firstErr(applySessionFields(in, &d, false), refuseSessionExtras(in), m.applyVaultIDs(r.Context(), in, &d, s.TenantID)); err != nil {
 			return err
 		}
-		if ag, ok, err := in.object("agent"); err != nil {
+		if ag, ok, err := in.Object("agent"); err != nil {
 			return err
 		} else if ok {
 			if err := m.updateSessionAgent(r, s, &d, ag); err != nil {
 				return err
 			}
 		}
-		if err := in.strict(); err != nil {
+		if err := in.Strict(); err != nil {
 			return err
 		}
 		s.Doc = mustJSON(d)
@@ -258,10 +255,10 @@ func (m *managed) updateSession(w http.ResponseWriter, r *http.Request) {
 
 // updateSessionAgent replaces the snapshot's tools and mcp_servers (the
 // only agent fields the SDK lets a session change), between turns only.
-func (m *managed) updateSessionAgent(r *http.Request, s *store.ManagedSession, d *sessionDoc, ag obj) error {
-	for k := range ag.m {
+func (m *managedAPI) updateSessionAgent(r *http.Request, s *store.ManagedSession, d *sessionDoc, ag obj) error {
+	for k := range ag.Map() {
 		if k != "tools" && k != "mcp_servers" {
-			return BadRequest("field %q cannot be updated on a session; only agent.tools and agent.mcp_servers can", ag.field(k))
+			return BadRequest("field %q cannot be updated on a session; only agent.tools and agent.mcp_servers can", ag.Field(k))
 		}
 	}
 	if st, err := m.status(r, s); err != nil {
@@ -269,21 +266,15 @@ func (m *managed) updateSessionAgent(r *http.Request, s *store.ManagedSession, d
 	} else if st != session.StatusIdle {
 		return Errorf(http.StatusConflict, TypeConflict, "session %q is %s; update its agent while it is idle", s.ID, st)
 	}
-	var snap map[string]json.RawMessage
-	if err := json.Unmarshal(d.Agent, &snap); err != nil {
+	snap, err := managed.UpdateSessionAgent(d.Agent, ag)
+	if err != nil {
 		return err
 	}
-	ad := newAgentDoc()
-	ad.Tools, ad.MCPServers = snap["tools"], snap["mcp_servers"]
-	if err := applyAgentFields(ag, &ad, false, nil); err != nil {
-		return err
-	}
-	snap["tools"], snap["mcp_servers"] = orEmptyArray(ad.Tools), orEmptyArray(ad.MCPServers)
-	d.Agent = mustJSON(snap)
+	d.Agent = snap
 	return nil
 }
 
-func (m *managed) archiveSession(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) archiveSession(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	s, err := m.modifySession(r, id, func(s *store.ManagedSession) error {
 		if s.ArchivedAt != nil {
@@ -307,7 +298,7 @@ func (m *managed) archiveSession(w http.ResponseWriter, r *http.Request) {
 
 // deleteSession runs the destroy sequence through the runner, then deletes
 // the session and its events, and ends its event streams.
-func (m *managed) deleteSession(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) deleteSession(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if _, err := m.sessionFor(r, id); err != nil {
 		m.writeError(w, r, err)
@@ -332,7 +323,7 @@ func (m *managed) deleteSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"id": id, "type": "session_deleted"})
 }
 
-func (m *managed) listSessions(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) listSessions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p, err := parsePageQuery(q, 20, 100, true)
 	if err == nil {
@@ -404,7 +395,7 @@ func (m *managed) listSessions(w http.ResponseWriter, r *http.Request) {
 
 // runRows indexes every run row by session: one read per listing instead
 // of one per session.
-func (m *managed) runRows(r *http.Request) (map[string]*store.RunRow, error) {
+func (m *managedAPI) runRows(r *http.Request) (map[string]*store.RunRow, error) {
 	rows, err := m.st.ListRunRows(r.Context())
 	if err != nil {
 		return nil, err
