@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -17,17 +16,9 @@ import (
 	"github.com/agentkernel/agentkernel/internal/vault"
 )
 
-// SessionRunner runs the turns of Managed Agents sessions. The API only
-// records what clients send; the runner acts on it.
-type SessionRunner interface {
-	// Wake tells the runner that user events were appended to the session
-	// (it drains the session's queue; it must not block the request).
-	Wake(sessionID string)
-	// Destroy runs the seed's destroy sequence: terminated_at set, the
-	// running turn aborted, a final workspace snapshot, the sandbox
-	// destroyed. The API deletes the session afterwards.
-	Destroy(ctx context.Context, tenantID, sessionID string) error
-}
+// SessionRunner runs the turns of Managed Agents sessions (see
+// managed.Runner).
+type SessionRunner = managed.Runner
 
 // ManagedOptions enable the Managed Agents API (agents, environments,
 // sessions, session events) under /v1, wire-compatible with
@@ -63,27 +54,18 @@ type ManagedOptions struct {
 // managedAPI holds the Managed Agents handlers' dependencies.
 type managedAPI struct {
 	*Server
-	st      store.ManagedStore
-	events  *session.EventLog
-	runner  SessionRunner
-	maxEvBy int
-	// sandboxNetwork is ManagedOptions.SandboxNetwork.
-	sandboxNetwork string
-	vaults         *vault.Service     // nil: a session's vault_ids are refused
-	skills         *skills.Service    // nil: an agent's skills are refused
-	packages       *packages.Service  // nil: environments' packages are refused
-	resources      *resources.Service // nil: a session's resources are refused
-	svc            *managed.Service
+	st        store.ManagedStore
+	events    *session.EventLog  // event lists and streams
+	resources *resources.Service // nil: a session's resources are refused
+	// svc is the domain: agents, environments and sessions.
+	svc *managed.Service
 }
 
 func (s *Server) registerManagedRoutes(o *ManagedOptions) {
-	m := &managedAPI{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork,
-		vaults: o.Vaults, skills: o.Skills, packages: o.Packages, resources: o.Resources}
-	m.svc = managed.New(managed.Options{Store: o.Store, Skills: o.Skills, Packages: o.Packages, Sandboxes: s.sandboxes,
-		SandboxNetwork: o.SandboxNetwork, Vaults: o.Vaults, Resources: o.Resources})
-	if m.maxEvBy <= 0 {
-		m.maxEvBy = 256 << 10
-	}
+	m := &managedAPI{Server: s, st: o.Store, events: o.Events, resources: o.Resources,
+		svc: managed.New(managed.Options{Store: o.Store, Skills: o.Skills, Packages: o.Packages, Sandboxes: s.sandboxes,
+			SandboxNetwork: o.SandboxNetwork, Vaults: o.Vaults, Resources: o.Resources, MaxEventBytes: o.MaxEventBytes,
+			Events: o.Events, Runner: o.Runner, Log: s.log})}
 	a := s.authenticated
 	s.mux.HandleFunc("POST /v1/agents", a(s.noQuery(m.createAgent)))
 	s.mux.HandleFunc("GET /v1/agents", a(m.listAgents))
@@ -141,26 +123,9 @@ func notFoundAs(kind, id string, err error) error {
 	return err
 }
 
-func (m *managedAPI) environmentFor(r *http.Request, id string) (*store.Environment, error) {
-	e, err := m.st.GetEnvironment(r.Context(), id)
-	if err == nil && e.TenantID != tenant(r) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
-		return nil, notFoundAs("environment", id, err)
-	}
-	return e, nil
-}
-
+// sessionFor reads a session the caller's tenant owns.
 func (m *managedAPI) sessionFor(r *http.Request, id string) (*store.ManagedSession, error) {
-	s, err := m.st.GetManagedSession(r.Context(), id)
-	if err == nil && s.TenantID != tenant(r) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
-		return nil, notFoundAs("session", id, err)
-	}
-	return s, nil
+	return m.svc.Session(r.Context(), tenant(r), id)
 }
 
 // writeError writes the envelope; conflicts here are never transient (an

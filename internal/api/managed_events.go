@@ -11,9 +11,6 @@ import (
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
-// maxSendEvents bounds one send request.
-const maxSendEvents = 50
-
 // EventJSON renders a stored event as the API returns it: its Data with
 // "id", "type" and "processed_at" filled from the row when the writer left
 // them out (runtime events may). It runs for every event every subscriber
@@ -97,45 +94,16 @@ func topLevelKeys(b []byte) (id, at, typ, ok bool) {
 }
 
 func (m *managedAPI) sendEvents(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
 	in, err := decodeObject(r)
 	if err != nil {
 		m.writeError(w, r, err)
 		return
 	}
-	s, err := m.sessionFor(r, id)
+	stored, err := m.svc.SendEvents(r.Context(), tenant(r), r.PathValue("id"), in)
 	if err != nil {
 		m.writeError(w, r, err)
 		return
 	}
-	if err := writable(s); err != nil {
-		m.writeError(w, r, err)
-		return
-	}
-	evs, err := in.Objects("events")
-	if err == nil && len(evs) == 0 {
-		err = BadRequest("field \"events\" is required: an array of events such as {\"type\": \"user.message\", \"content\": [{\"type\": \"text\", \"text\": \"…\"}]}")
-	}
-	if err == nil && len(evs) > maxSendEvents {
-		err = BadRequest("field \"events\" has %d events; the limit is %d per request", len(evs), maxSendEvents)
-	}
-	var news []store.NewEvent
-	if err == nil {
-		news, err = m.buildEvents(r, id, evs, false)
-	}
-	if err == nil {
-		err = in.Strict()
-	}
-	if err != nil {
-		m.writeError(w, r, err)
-		return
-	}
-	stored, err := m.events.Append(r.Context(), id, news)
-	if err != nil {
-		m.writeError(w, r, notFoundAs("session", id, err))
-		return
-	}
-	m.wake(id)
 	out := make([]json.RawMessage, len(stored))
 	for i, e := range stored {
 		out[i] = EventJSON(e)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentkernel/agentkernel/internal/managed"
 	"github.com/agentkernel/agentkernel/internal/resources"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
@@ -23,53 +24,6 @@ func (s *Server) registerResourceRoutes(m *managedAPI) {
 	s.mux.HandleFunc("DELETE /v1/sessions/{id}/resources/{rid}", a(s.noQuery(m.deleteResource)))
 }
 
-// parseResourceSpec reads one resource as the SDK sends it.
-func parseResourceSpec(o obj) (resources.Spec, error) {
-	var sp resources.Spec
-	var err error
-	if sp.Type, err = o.ReqStr("type"); err != nil {
-		return sp, err
-	}
-	str := func(k string, dst *string) {
-		if err == nil {
-			*dst, err = o.Str(k)
-		}
-	}
-	if o.Set("mount_path") {
-		str("mount_path", &sp.MountPath)
-		if err == nil && sp.MountPath == "" {
-			err = BadRequest("field %q must not be empty; leave it out for the default", o.Field("mount_path"))
-		}
-	}
-	switch sp.Type {
-	case resources.KindFile:
-		str("file_id", &sp.FileID)
-	case resources.KindGitHub:
-		str("url", &sp.URL)
-		str("authorization_token", &sp.Token)
-		var co obj
-		var ok bool
-		if err == nil {
-			co, ok, err = o.Object("checkout")
-		}
-		if err == nil && ok {
-			if sp.CheckoutType, err = co.ReqStr("type"); err == nil {
-				switch sp.CheckoutType {
-				case "branch":
-					sp.CheckoutName, err = co.ReqStr("name")
-				case "commit":
-					sp.CheckoutSHA, err = co.ReqStr("sha")
-				}
-			}
-		}
-	case resources.KindMemoryStore:
-		str("memory_store_id", &sp.MemoryStoreID)
-		str("access", &sp.Access)
-		str("instructions", &sp.Instructions)
-	}
-	return sp, err
-}
-
 // inputErr turns the resources layer's bad input into the API's error.
 func inputErr(err error) error {
 	var ie *resources.InputError
@@ -86,45 +40,6 @@ func inputErr(err error) error {
 	return Errorf(ie.Status, typ, "%s", ie.Error())
 }
 
-// buildSessionResources checks the create request's resources; the rows
-// are written once the session exists.
-func (m *managedAPI) buildSessionResources(r *http.Request, in obj, sessionID string) ([]*store.SessionResource, error) {
-	if !in.Set("resources") {
-		return nil, nil
-	}
-	list, err := in.Objects("resources")
-	if err != nil || len(list) == 0 {
-		return nil, err
-	}
-	if m.resources == nil {
-		return nil, in.NotYet("resources", "this daemon runs without session resources")
-	}
-	specs := make([]resources.Spec, len(list))
-	for i, o := range list {
-		if specs[i], err = parseResourceSpec(o); err != nil {
-			return nil, err
-		}
-	}
-	rs, err := m.resources.Build(r.Context(), tenant(r), sessionID, in.Field("resources"), specs)
-	return rs, inputErr(err)
-}
-
-// sessionResourcesJSON renders a session's resources for the session body.
-func (m *managedAPI) sessionResourcesJSON(r *http.Request, sessionID string) ([]map[string]any, error) {
-	out := []map[string]any{}
-	if m.resources == nil {
-		return out, nil
-	}
-	rs, err := m.resources.List(r.Context(), sessionID)
-	if err != nil {
-		return nil, err
-	}
-	for _, x := range rs {
-		out = append(out, resources.Render(x))
-	}
-	return out, nil
-}
-
 // resourceSession reads the path's session; changes need it writable.
 func (m *managedAPI) resourceSession(r *http.Request, change bool) (*store.ManagedSession, error) {
 	if m.resources == nil {
@@ -132,7 +47,7 @@ func (m *managedAPI) resourceSession(r *http.Request, change bool) (*store.Manag
 	}
 	s, err := m.sessionFor(r, r.PathValue("id"))
 	if err == nil && change {
-		err = writable(s)
+		err = managed.Writable(s)
 	}
 	return s, err
 }
@@ -154,7 +69,7 @@ func (m *managedAPI) addResource(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, err)
 		return
 	}
-	sp, err := parseResourceSpec(in)
+	sp, err := managed.ParseResourceSpec(in)
 	if err == nil {
 		err = in.Strict()
 	}

@@ -242,10 +242,10 @@ func agentSnapshot(a *store.Agent, d agentDoc) json.RawMessage {
 // agentSnapshotType is the type of a session's agent field.
 const agentSnapshotType = "agent"
 
-// SessionAgent is the session's agent field for agent version a with the
+// sessionAgent is the session's agent field for agent version a with the
 // session's agent_with_overrides applied (overrides: the override fields,
 // empty when none).
-func (s *Service) SessionAgent(ctx context.Context, tenantID string, a *store.Agent, overrides Obj) (json.RawMessage, error) {
+func (s *Service) sessionAgent(ctx context.Context, tenantID string, a *store.Agent, overrides Obj) (json.RawMessage, error) {
 	ad, err := decodeAgentDoc(a.Doc)
 	if err == nil {
 		err = applyAgentFields(overrides, &ad, false, s.skillsFor(ctx, tenantID))
@@ -256,9 +256,9 @@ func (s *Service) SessionAgent(ctx context.Context, tenantID string, a *store.Ag
 	return agentSnapshot(a, ad), nil
 }
 
-// UpdateSessionAgent applies tools and mcp_servers of ag (the only agent
+// updateSessionAgentSnapshot applies tools and mcp_servers of ag (the only agent
 // fields the SDK lets a session change) to a session's agent snapshot.
-func UpdateSessionAgent(snapshot json.RawMessage, ag Obj) (json.RawMessage, error) {
+func updateSessionAgentSnapshot(snapshot json.RawMessage, ag Obj) (json.RawMessage, error) {
 	var snap map[string]json.RawMessage
 	if err := json.Unmarshal(snapshot, &snap); err != nil {
 		return nil, err

@@ -2,11 +2,13 @@ package managed
 
 import (
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/packages"
 	"github.com/agentkernel/agentkernel/internal/resources"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
+	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/skills"
 	"github.com/agentkernel/agentkernel/internal/store"
 	"github.com/agentkernel/agentkernel/internal/vault"
@@ -26,6 +28,10 @@ type Service struct {
 	sandboxNetwork string             // Options.SandboxNetwork
 	vaults         *vault.Service     // nil: a session's vault_ids are refused
 	resources      *resources.Service // nil: a session's resources are refused
+	maxEventBytes  int
+	events         *session.EventLog
+	runner         Runner // nil: no runner to wake or destroy sessions with
+	log            *slog.Logger
 	now            func() time.Time
 }
 
@@ -41,6 +47,13 @@ type Options struct {
 	SandboxNetwork string
 	Vaults         *vault.Service
 	Resources      *resources.Service
+	// MaxEventBytes limits one sent event's JSON (413 beyond; default
+	// 256 KiB).
+	MaxEventBytes int
+	// Events is the sessions' event log (append and publish).
+	Events *session.EventLog
+	Runner Runner
+	Log    *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -48,7 +61,13 @@ type Options struct {
 // New builds the service.
 func New(o Options) *Service {
 	s := &Service{st: o.Store, skills: o.Skills, packages: o.Packages, sandboxes: o.Sandboxes, sandboxNetwork: o.SandboxNetwork,
-		vaults: o.Vaults, resources: o.Resources, now: o.Now}
+		vaults: o.Vaults, resources: o.Resources, maxEventBytes: o.MaxEventBytes, events: o.Events, runner: o.Runner, log: o.Log, now: o.Now}
+	if s.maxEventBytes <= 0 {
+		s.maxEventBytes = 256 << 10
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}

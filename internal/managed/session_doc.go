@@ -1,4 +1,4 @@
-package api
+package managed
 
 import (
 	"context"
@@ -36,23 +36,23 @@ const (
 type agentRef struct {
 	id        string
 	version   int64
-	overrides obj // only the override fields, empty when none
+	overrides Obj // only the override fields, empty when none
 }
 
-func parseAgentRef(in obj) (agentRef, error) {
+func parseAgentRef(in Obj) (agentRef, error) {
 	if !in.Set("agent") {
-		return agentRef{}, BadRequest("field \"agent\" is required: an agent id, or {\"type\": \"agent\", \"id\": …, \"version\": …}")
+		return agentRef{}, badRequest("field \"agent\" is required: an agent id, or {\"type\": \"agent\", \"id\": …, \"version\": …}")
 	}
 	var id string
 	if json.Unmarshal(in.Raw("agent"), &id) == nil {
 		if id == "" {
-			return agentRef{}, BadRequest("field \"agent\" must not be empty")
+			return agentRef{}, badRequest("field \"agent\" must not be empty")
 		}
 		return agentRef{id: id, overrides: in.Sub("agent", map[string]json.RawMessage{})}, nil
 	}
 	a, _, err := in.Object("agent")
 	if err != nil {
-		return agentRef{}, BadRequest("field \"agent\" must be an agent id string or an object")
+		return agentRef{}, badRequest("field \"agent\" must be an agent id string or an object")
 	}
 	ref := agentRef{overrides: a.Sub("agent", map[string]json.RawMessage{})}
 	if ref.id, err = a.ReqStr("id"); err != nil {
@@ -63,7 +63,7 @@ func parseAgentRef(in obj) (agentRef, error) {
 		return ref, err
 	}
 	if ok && v < 1 {
-		return ref, BadRequest("field \"agent.version\" must be at least 1")
+		return ref, badRequest("field \"agent.version\" must be at least 1")
 	}
 	ref.version = v
 	typ, err := a.Str("type")
@@ -81,7 +81,7 @@ func parseAgentRef(in obj) (agentRef, error) {
 			}
 		}
 	default:
-		return ref, BadRequest("field \"agent.type\": unknown type %q (want agent or agent_with_overrides)", typ)
+		return ref, badRequest("field \"agent.type\": unknown type %q (want agent or agent_with_overrides)", typ)
 	}
 	return ref, nil
 }
@@ -115,7 +115,7 @@ func sessionJSON(s *store.ManagedSession, d sessionDoc, status string, now time.
 		"usage":               usage,
 		"created_at":          s.CreatedAt.UTC(), "updated_at": s.UpdatedAt.UTC(), "archived_at": archived,
 	}
-	if l := lineageJSON(s); l != nil {
+	if l := LineageJSON(s); l != nil {
 		// agentkernel's own: a fork's source, or the session an abandoned
 		// branch was cut from.
 		out["lineage"] = l
@@ -134,7 +134,7 @@ func decodeSessionDoc(b []byte) (sessionDoc, error) {
 // refuseSessionExtras refuses the session fields the SDK defines and the
 // runtime does not act on yet; their empty values are accepted. (A
 // session's resources are read by buildSessionResources.)
-func refuseSessionExtras(in obj) error {
+func refuseSessionExtras(in Obj) error {
 	return firstErr(
 		in.NotYetUnlessEmpty("budget", "agentkernel does not price model usage, so no budget can stop a session; send null or leave it out"),
 	)
@@ -147,7 +147,7 @@ const maxSessionVaults = 16
 // list replaces the stored one). Each must be a vault of the tenant that
 // is not archived; the session's egress rules and tool environment follow
 // the new list from the next tool call.
-func (m *managedAPI) applyVaultIDs(ctx context.Context, in obj, d *sessionDoc, tenantID string) error {
+func (s *Service) applyVaultIDs(ctx context.Context, in Obj, d *sessionDoc, tenantID string) error {
 	if !in.Has("vault_ids") {
 		return nil
 	}
@@ -156,29 +156,45 @@ func (m *managedAPI) applyVaultIDs(ctx context.Context, in obj, d *sessionDoc, t
 		return err
 	}
 	if len(list) > maxSessionVaults {
-		return BadRequest("field %q has %d entries; the limit is %d", in.Field("vault_ids"), len(list), maxSessionVaults)
+		return badRequest("field %q has %d entries; the limit is %d", in.Field("vault_ids"), len(list), maxSessionVaults)
 	}
 	seen := map[string]bool{}
 	for i, id := range list {
 		switch {
 		case id == "":
-			return BadRequest("field \"%s[%d]\" is empty; give a vault id (vlt_…)", in.Field("vault_ids"), i)
+			return badRequest("field \"%s[%d]\" is empty; give a vault id (vlt_…)", in.Field("vault_ids"), i)
 		case seen[id]:
-			return BadRequest("field \"%s[%d]\": vault %q is listed twice", in.Field("vault_ids"), i, id)
+			return badRequest("field \"%s[%d]\": vault %q is listed twice", in.Field("vault_ids"), i, id)
 		}
 		seen[id] = true
 	}
 	if len(list) > 0 {
-		if m.vaults == nil {
+		if s.vaults == nil {
 			return in.NotYet("vault_ids", "this daemon runs without vaults")
 		}
-		if err := m.vaults.CheckVaults(ctx, tenantID, list); err != nil {
+		if err := s.vaults.CheckVaults(ctx, tenantID, list); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return Errorf(http.StatusNotFound, TypeNotFound, "field %q: %v", in.Field("vault_ids"), err)
+				return inputErr(http.StatusNotFound, "field %q: %v", in.Field("vault_ids"), err)
 			}
 			return err
 		}
 	}
 	d.VaultIDs = list
 	return nil
+}
+
+// LineageJSON is how a session came to be: null for a plain one.
+func LineageJSON(s *store.ManagedSession) any {
+	l := s.Lineage
+	if l.ForkedFrom == "" && l.BranchOf == "" {
+		return nil
+	}
+	out := map[string]any{}
+	if l.ForkedFrom != "" {
+		out["forked_from"] = map[string]any{"session_id": l.ForkedFrom, "at_seq": l.ForkedAtSeq}
+	}
+	if l.BranchOf != "" {
+		out["branch_of"] = map[string]any{"session_id": l.BranchOf, "at_seq": l.BranchAtSeq, "branched_at": l.BranchedAt}
+	}
+	return out
 }
