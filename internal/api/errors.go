@@ -60,9 +60,10 @@ type envelopeErr struct {
 }
 
 // writeError writes err in the envelope. Errors that are not *Error are
-// mapped from store sentinels; anything else is a 500 whose details go to
+// mapped from the Managed Agents service's refusals and store sentinels; anything else is a 500 whose details go to
 // the log, not the client.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	err = managedErr(err)
 	var e *Error
 	switch {
 	case errors.As(err, &e):

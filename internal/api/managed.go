@@ -1,12 +1,12 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/lineage"
+	"github.com/agentkernel/agentkernel/internal/managed"
 	"github.com/agentkernel/agentkernel/internal/memory"
 	"github.com/agentkernel/agentkernel/internal/packages"
 	"github.com/agentkernel/agentkernel/internal/resources"
@@ -16,17 +16,9 @@ import (
 	"github.com/agentkernel/agentkernel/internal/vault"
 )
 
-// SessionRunner runs the turns of Managed Agents sessions. The API only
-// records what clients send; the runner acts on it.
-type SessionRunner interface {
-	// Wake tells the runner that user events were appended to the session
-	// (it drains the session's queue; it must not block the request).
-	Wake(sessionID string)
-	// Destroy runs the seed's destroy sequence: terminated_at set, the
-	// running turn aborted, a final workspace snapshot, the sandbox
-	// destroyed. The API deletes the session afterwards.
-	Destroy(ctx context.Context, tenantID, sessionID string) error
-}
+// SessionRunner runs the turns of Managed Agents sessions (see
+// managed.Runner).
+type SessionRunner = managed.Runner
 
 // ManagedOptions enable the Managed Agents API (agents, environments,
 // sessions, session events) under /v1, wire-compatible with
@@ -59,27 +51,21 @@ type ManagedOptions struct {
 	Lineage *lineage.Service
 }
 
-// managed holds the Managed Agents handlers' dependencies.
-type managed struct {
+// managedAPI holds the Managed Agents handlers' dependencies.
+type managedAPI struct {
 	*Server
-	st      store.ManagedStore
-	events  *session.EventLog
-	runner  SessionRunner
-	maxEvBy int
-	// sandboxNetwork is ManagedOptions.SandboxNetwork.
-	sandboxNetwork string
-	vaults         *vault.Service     // nil: a session's vault_ids are refused
-	skills         *skills.Service    // nil: an agent's skills are refused
-	packages       *packages.Service  // nil: environments' packages are refused
-	resources      *resources.Service // nil: a session's resources are refused
+	st        store.ManagedStore
+	events    *session.EventLog  // event lists and streams
+	resources *resources.Service // nil: a session's resources are refused
+	// svc is the domain: agents, environments and sessions.
+	svc *managed.Service
 }
 
 func (s *Server) registerManagedRoutes(o *ManagedOptions) {
-	m := &managed{Server: s, st: o.Store, events: o.Events, runner: o.Runner, maxEvBy: o.MaxEventBytes, sandboxNetwork: o.SandboxNetwork,
-		vaults: o.Vaults, skills: o.Skills, packages: o.Packages, resources: o.Resources}
-	if m.maxEvBy <= 0 {
-		m.maxEvBy = 256 << 10
-	}
+	m := &managedAPI{Server: s, st: o.Store, events: o.Events, resources: o.Resources,
+		svc: managed.New(managed.Options{Store: o.Store, Skills: o.Skills, Packages: o.Packages, Sandboxes: s.sandboxes,
+			SandboxNetwork: o.SandboxNetwork, Vaults: o.Vaults, Resources: o.Resources, MaxEventBytes: o.MaxEventBytes,
+			Events: o.Events, Runner: o.Runner, Log: s.log})}
 	a := s.authenticated
 	s.mux.HandleFunc("POST /v1/agents", a(s.noQuery(m.createAgent)))
 	s.mux.HandleFunc("GET /v1/agents", a(m.listAgents))
@@ -124,7 +110,7 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 	}
 }
 
-func (m *managed) now() time.Time { return time.Now().UTC() }
+func (m *managedAPI) now() time.Time { return time.Now().UTC() }
 
 // tenant is the caller's tenant; every managed resource is scoped to it.
 func tenant(r *http.Request) string { return PrincipalFrom(r.Context()).TenantID }
@@ -137,50 +123,16 @@ func notFoundAs(kind, id string, err error) error {
 	return err
 }
 
-// agentFor reads an agent version the caller's tenant owns; another
-// tenant's agent answers exactly like a missing one.
-func (m *managed) agentFor(r *http.Request, id string, version int64) (*store.Agent, error) {
-	a, err := m.st.GetAgent(r.Context(), id, version)
-	if errors.Is(err, store.ErrNotFound) && version > 0 {
-		if latest, lerr := m.st.GetAgent(r.Context(), id, 0); lerr == nil && latest.TenantID == tenant(r) {
-			return nil, Errorf(http.StatusNotFound, TypeNotFound, "agent %q has no version %d; its latest version is %d", id, version, latest.Version)
-		}
-	}
-	if err == nil && a.TenantID != tenant(r) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
-		return nil, notFoundAs("agent", id, err)
-	}
-	return a, nil
-}
-
-func (m *managed) environmentFor(r *http.Request, id string) (*store.Environment, error) {
-	e, err := m.st.GetEnvironment(r.Context(), id)
-	if err == nil && e.TenantID != tenant(r) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
-		return nil, notFoundAs("environment", id, err)
-	}
-	return e, nil
-}
-
-func (m *managed) sessionFor(r *http.Request, id string) (*store.ManagedSession, error) {
-	s, err := m.st.GetManagedSession(r.Context(), id)
-	if err == nil && s.TenantID != tenant(r) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
-		return nil, notFoundAs("session", id, err)
-	}
-	return s, nil
+// sessionFor reads a session the caller's tenant owns.
+func (m *managedAPI) sessionFor(r *http.Request, id string) (*store.ManagedSession, error) {
+	return m.svc.Session(r.Context(), tenant(r), id)
 }
 
 // writeError writes the envelope; conflicts here are never transient (an
 // archived resource, a stale version, a terminated session), so it tells
 // the official SDKs, which retry 409 by default, not to.
-func (m *managed) writeError(w http.ResponseWriter, r *http.Request, err error) {
+func (m *managedAPI) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	err = managedErr(err)
 	var e *Error
 	if (errors.As(err, &e) && e.Status == http.StatusConflict) ||
 		errors.Is(err, store.ErrVersionMismatch) || errors.Is(err, store.ErrConflict) {

@@ -36,65 +36,65 @@ var reservedEnv = []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
 // secretField reads a required secret string within the size limit. The
 // value is never part of an error.
 func secretField(in obj, k string, required bool) (string, bool, error) {
-	if !in.set(k) {
+	if !in.Set(k) {
 		switch {
-		case in.has(k):
-			return "", false, BadRequest("field %q must be a string, not null (leave it out to keep the stored value)", in.field(k))
+		case in.Has(k):
+			return "", false, BadRequest("field %q must be a string, not null (leave it out to keep the stored value)", in.Field(k))
 		case required:
-			return "", false, BadRequest("field %q is required", in.field(k))
+			return "", false, BadRequest("field %q is required", in.Field(k))
 		}
 		return "", false, nil
 	}
-	s, err := in.str(k)
+	s, err := in.Str(k)
 	if err != nil {
 		return "", false, err
 	}
 	if s == "" {
-		return "", false, BadRequest("field %q must not be empty", in.field(k))
+		return "", false, BadRequest("field %q must not be empty", in.Field(k))
 	}
 	if len(s) > maxSecretBytes {
 		return "", false, Errorf(http.StatusRequestEntityTooLarge, TypeInvalidRequest,
-			"field %q is %d bytes; the limit for a secret is %d bytes", in.field(k), len(s), maxSecretBytes)
+			"field %q is %d bytes; the limit for a secret is %d bytes", in.Field(k), len(s), maxSecretBytes)
 	}
 	return s, true, nil
 }
 
 // urlField reads a required http(s) URL.
 func urlField(in obj, k string) (string, error) {
-	s, err := in.reqStr(k)
+	s, err := in.ReqStr(k)
 	if err != nil {
 		return "", err
 	}
 	if len(s) > maxURLBytes {
-		return "", BadRequest("field %q is %d bytes; the limit is %d", in.field(k), len(s), maxURLBytes)
+		return "", BadRequest("field %q is %d bytes; the limit is %d", in.Field(k), len(s), maxURLBytes)
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "" {
-		return "", BadRequest("field %q must be an http or https URL with a host and no user info, e.g. https://mcp.example.com/mcp", in.field(k))
+		return "", BadRequest("field %q must be an http or https URL with a host and no user info, e.g. https://mcp.example.com/mcp", in.Field(k))
 	}
 	return s, nil
 }
 
 func boundedStr(in obj, k string, max int) (string, error) {
-	s, err := in.str(k)
+	s, err := in.Str(k)
 	if err == nil && len(s) > max {
-		err = BadRequest("field %q is %d bytes; the limit is %d", in.field(k), len(s), max)
+		err = BadRequest("field %q is %d bytes; the limit is %d", in.Field(k), len(s), max)
 	}
 	return s, err
 }
 
 // futureTime reads an RFC 3339 time that must be after now.
 func futureTime(in obj, k string, now time.Time) (*time.Time, error) {
-	s, err := in.str(k)
+	s, err := in.Str(k)
 	if err != nil {
 		return nil, err
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return nil, BadRequest("field %q must be an RFC 3339 time, e.g. 2030-01-02T15:04:05Z", in.field(k))
+		return nil, BadRequest("field %q must be an RFC 3339 time, e.g. 2030-01-02T15:04:05Z", in.Field(k))
 	}
 	if !t.After(now) {
-		return nil, BadRequest("field %q must be in the future", in.field(k))
+		return nil, BadRequest("field %q must be in the future", in.Field(k))
 	}
 	t = t.UTC()
 	return &t, nil
@@ -108,7 +108,7 @@ func (v *vaultAPI) parseAuth(a obj) (vault.Auth, vault.Secrets, error) {
 		sec  vault.Secrets
 		err  error
 	)
-	auth.Type, err = a.reqStr("type")
+	auth.Type, err = a.ReqStr("type")
 	if err != nil {
 		return auth, sec, err
 	}
@@ -125,12 +125,12 @@ func (v *vaultAPI) parseAuth(a obj) (vault.Auth, vault.Secrets, error) {
 		if sec.AccessToken, _, err = secretField(a, "access_token", true); err != nil {
 			return auth, sec, err
 		}
-		if a.set("expires_at") {
+		if a.Set("expires_at") {
 			if auth.ExpiresAt, err = futureTime(a, "expires_at", v.vaults.Now()); err != nil {
 				return auth, sec, err
 			}
 		}
-		rf, ok, err := a.object("refresh")
+		rf, ok, err := a.Object("refresh")
 		if err != nil || !ok {
 			return auth, sec, err
 		}
@@ -138,7 +138,7 @@ func (v *vaultAPI) parseAuth(a obj) (vault.Auth, vault.Secrets, error) {
 	case vault.KindEnvVar:
 		err = parseEnvVar(a, &auth, &sec)
 	default:
-		err = BadRequest("field %q must be static_bearer, mcp_oauth or environment_variable; got %q", a.field("type"), auth.Type)
+		err = BadRequest("field %q must be static_bearer, mcp_oauth or environment_variable; got %q", a.Field("type"), auth.Type)
 	}
 	return auth, sec, err
 }
@@ -151,8 +151,8 @@ func parseRefresh(rf obj, sec *vault.Secrets) (*vault.Refresh, error) {
 	if r.TokenEndpoint, err = urlField(rf, "token_endpoint"); err != nil {
 		return nil, err
 	}
-	if r.ClientID, err = rf.reqStr("client_id"); err == nil && len(r.ClientID) > maxClientIDBytes {
-		err = BadRequest("field %q is %d bytes; the limit is %d", rf.field("client_id"), len(r.ClientID), maxClientIDBytes)
+	if r.ClientID, err = rf.ReqStr("client_id"); err == nil && len(r.ClientID) > maxClientIDBytes {
+		err = BadRequest("field %q is %d bytes; the limit is %d", rf.Field("client_id"), len(r.ClientID), maxClientIDBytes)
 	}
 	if err != nil {
 		return nil, err
@@ -161,7 +161,7 @@ func parseRefresh(rf obj, sec *vault.Secrets) (*vault.Refresh, error) {
 		return nil, err
 	}
 	for _, k := range []string{"scope", "resource"} {
-		if !rf.set(k) {
+		if !rf.Set(k) {
 			continue
 		}
 		s, err := boundedStr(rf, k, maxScopeBytes)
@@ -174,14 +174,14 @@ func parseRefresh(rf obj, sec *vault.Secrets) (*vault.Refresh, error) {
 			r.Resource = &s
 		}
 	}
-	ta, ok, err := rf.object("token_endpoint_auth")
+	ta, ok, err := rf.Object("token_endpoint_auth")
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, BadRequest("field %q is required (type none, client_secret_basic or client_secret_post)", rf.field("token_endpoint_auth"))
+		return nil, BadRequest("field %q is required (type none, client_secret_basic or client_secret_post)", rf.Field("token_endpoint_auth"))
 	}
-	if r.TokenEndpointAuth, err = ta.reqStr("type"); err != nil {
+	if r.TokenEndpointAuth, err = ta.ReqStr("type"); err != nil {
 		return nil, err
 	}
 	switch r.TokenEndpointAuth {
@@ -191,32 +191,32 @@ func parseRefresh(rf obj, sec *vault.Secrets) (*vault.Refresh, error) {
 			return nil, err
 		}
 	default:
-		return nil, BadRequest("field %q must be none, client_secret_basic or client_secret_post; got %q", ta.field("type"), r.TokenEndpointAuth)
+		return nil, BadRequest("field %q must be none, client_secret_basic or client_secret_post; got %q", ta.Field("type"), r.TokenEndpointAuth)
 	}
 	return &r, nil
 }
 
 func parseEnvVar(a obj, auth *vault.Auth, sec *vault.Secrets) error {
-	name, err := a.reqStr("secret_name")
+	name, err := a.ReqStr("secret_name")
 	if err != nil {
 		return err
 	}
 	if len(name) > maxSecretName || !envName.MatchString(name) {
-		return BadRequest("field %q must be an environment variable name (letters, digits and _, not starting with a digit, at most %d bytes); got %q", a.field("secret_name"), maxSecretName, name)
+		return BadRequest("field %q must be an environment variable name (letters, digits and _, not starting with a digit, at most %d bytes); got %q", a.Field("secret_name"), maxSecretName, name)
 	}
 	if slices.Contains(reservedEnv, strings.ToUpper(name)) {
-		return BadRequest("field %q: %s is set by agentkernel inside the sandbox; choose another name", a.field("secret_name"), name)
+		return BadRequest("field %q: %s is set by agentkernel inside the sandbox; choose another name", a.Field("secret_name"), name)
 	}
 	auth.SecretName = name
 	if sec.Value, _, err = secretField(a, "secret_value", true); err != nil {
 		return err
 	}
-	nw, ok, err := a.object("networking")
+	nw, ok, err := a.Object("networking")
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return BadRequest("field %q is required: {\"type\": \"unrestricted\"} or {\"type\": \"limited\", \"allowed_hosts\": [...]}", a.field("networking"))
+		return BadRequest("field %q is required: {\"type\": \"unrestricted\"} or {\"type\": \"limited\", \"allowed_hosts\": [...]}", a.Field("networking"))
 	}
 	if auth.Networking, err = parseCredNetworking(nw); err != nil {
 		return err
@@ -226,7 +226,7 @@ func parseEnvVar(a obj, auth *vault.Auth, sec *vault.Secrets) error {
 }
 
 func parseCredNetworking(nw obj) (*vault.Networking, error) {
-	typ, err := nw.reqStr("type")
+	typ, err := nw.ReqStr("type")
 	if err != nil {
 		return nil, err
 	}
@@ -234,47 +234,47 @@ func parseCredNetworking(nw obj) (*vault.Networking, error) {
 	case "unrestricted":
 		return &vault.Networking{Type: typ}, nil
 	case "limited":
-		hosts, err := nw.strings("allowed_hosts")
+		hosts, err := nw.Strings("allowed_hosts")
 		if err != nil {
 			return nil, err
 		}
 		if len(hosts) == 0 {
-			return nil, BadRequest("field %q must list at least one host for limited networking", nw.field("allowed_hosts"))
+			return nil, BadRequest("field %q must list at least one host for limited networking", nw.Field("allowed_hosts"))
 		}
 		if len(hosts) > maxAllowedHosts {
-			return nil, BadRequest("field %q has %d entries; the limit is %d", nw.field("allowed_hosts"), len(hosts), maxAllowedHosts)
+			return nil, BadRequest("field %q has %d entries; the limit is %d", nw.Field("allowed_hosts"), len(hosts), maxAllowedHosts)
 		}
 		if _, err := egress.ParseHosts(hosts); err != nil {
 			var ie *egress.IndexedHostError
 			if errors.As(err, &ie) {
-				return nil, BadRequest("field %q: %v", fmt.Sprintf("%s[%d]", nw.field("allowed_hosts"), ie.Index), ie.Err)
+				return nil, BadRequest("field %q: %v", fmt.Sprintf("%s[%d]", nw.Field("allowed_hosts"), ie.Index), ie.Err)
 			}
-			return nil, BadRequest("field %q: %v", nw.field("allowed_hosts"), err)
+			return nil, BadRequest("field %q: %v", nw.Field("allowed_hosts"), err)
 		}
 		return &vault.Networking{Type: typ, AllowedHosts: hosts}, nil
 	}
-	return nil, BadRequest("field %q must be unrestricted or limited; got %q", nw.field("type"), typ)
+	return nil, BadRequest("field %q must be unrestricted or limited; got %q", nw.Field("type"), typ)
 }
 
 // applyInjection patches injection_location's header and body.
 func applyInjection(a obj, auth *vault.Auth) error {
-	il, ok, err := a.object("injection_location")
+	il, ok, err := a.Object("injection_location")
 	if err != nil || !ok {
 		return err
 	}
 	for k, dst := range map[string]*bool{"header": &auth.InjectionLocation.Header, "body": &auth.InjectionLocation.Body} {
-		if il.set(k) {
-			b, err := il.bool(k)
+		if il.Set(k) {
+			b, err := il.Bool(k)
 			if err != nil {
 				return err
 			}
 			*dst = b
-		} else if il.has(k) {
-			return BadRequest("field %q must be true or false", il.field(k))
+		} else if il.Has(k) {
+			return BadRequest("field %q must be true or false", il.Field(k))
 		}
 	}
 	if !auth.InjectionLocation.Header && !auth.InjectionLocation.Body {
-		return BadRequest("field %q: header and body are both false, so the value would never be substituted", a.field("injection_location"))
+		return BadRequest("field %q: header and body are both false, so the value would never be substituted", a.Field("injection_location"))
 	}
 	return nil
 }
@@ -283,12 +283,12 @@ func applyInjection(a obj, auth *vault.Auth) error {
 // (the SDK's *UpdateParams: the type cannot change, mcp_server_url,
 // secret_name and client_id are immutable).
 func (v *vaultAPI) applyAuthUpdate(a obj, doc *vault.Doc, sec *vault.Secrets) error {
-	typ, err := a.reqStr("type")
+	typ, err := a.ReqStr("type")
 	if err != nil {
 		return err
 	}
 	if typ != doc.Auth.Type {
-		return BadRequest("field %q is %q but the credential is %s; a credential's type cannot change (create a new credential)", a.field("type"), typ, doc.Auth.Type)
+		return BadRequest("field %q is %q but the credential is %s; a credential's type cannot change (create a new credential)", a.Field("type"), typ, doc.Auth.Type)
 	}
 	switch typ {
 	case vault.KindStaticBearer:
@@ -303,19 +303,19 @@ func (v *vaultAPI) applyAuthUpdate(a obj, doc *vault.Doc, sec *vault.Secrets) er
 		} else if ok {
 			sec.AccessToken = s
 		}
-		if a.set("expires_at") {
+		if a.Set("expires_at") {
 			if doc.Auth.ExpiresAt, err = futureTime(a, "expires_at", v.vaults.Now()); err != nil {
 				return err
 			}
-		} else if a.has("expires_at") {
+		} else if a.Has("expires_at") {
 			doc.Auth.ExpiresAt = nil
 		}
-		rf, ok, err := a.object("refresh")
+		rf, ok, err := a.Object("refresh")
 		if err != nil || !ok {
 			return err
 		}
 		if doc.Auth.Refresh == nil {
-			return BadRequest("field %q: the credential has no refresh configuration; it is set when the credential is created", a.field("refresh"))
+			return BadRequest("field %q: the credential has no refresh configuration; it is set when the credential is created", a.Field("refresh"))
 		}
 		return applyRefreshUpdate(rf, doc.Auth.Refresh, sec)
 	case vault.KindEnvVar:
@@ -330,7 +330,7 @@ func (v *vaultAPI) applyAuthUpdate(a obj, doc *vault.Doc, sec *vault.Secrets) er
 		if err := applyInjection(a, &doc.Auth); err != nil {
 			return err
 		}
-		nw, ok, err := a.object("networking")
+		nw, ok, err := a.Object("networking")
 		if err != nil || !ok {
 			return err
 		}
@@ -346,7 +346,7 @@ func applyRefreshUpdate(rf obj, r *vault.Refresh, sec *vault.Secrets) error {
 	} else if ok {
 		sec.RefreshToken = s
 	}
-	if rf.has("scope") {
+	if rf.Has("scope") {
 		s, err := boundedStr(rf, "scope", maxScopeBytes)
 		if err != nil {
 			return err
@@ -356,19 +356,19 @@ func applyRefreshUpdate(rf obj, r *vault.Refresh, sec *vault.Secrets) error {
 			r.Scope = &s
 		}
 	}
-	ta, ok, err := rf.object("token_endpoint_auth")
+	ta, ok, err := rf.Object("token_endpoint_auth")
 	if err != nil || !ok {
 		return err
 	}
-	typ, err := ta.reqStr("type")
+	typ, err := ta.ReqStr("type")
 	if err != nil {
 		return err
 	}
 	if typ != vault.AuthBasic && typ != vault.AuthPost {
-		return BadRequest("field %q must be client_secret_basic or client_secret_post; got %q", ta.field("type"), typ)
+		return BadRequest("field %q must be client_secret_basic or client_secret_post; got %q", ta.Field("type"), typ)
 	}
 	if r.TokenEndpointAuth != vault.AuthBasic && r.TokenEndpointAuth != vault.AuthPost {
-		return BadRequest("field %q: the credential's token endpoint auth is %s, which has no client secret to replace", rf.field("token_endpoint_auth"), r.TokenEndpointAuth)
+		return BadRequest("field %q: the credential's token endpoint auth is %s, which has no client secret to replace", rf.Field("token_endpoint_auth"), r.TokenEndpointAuth)
 	}
 	// The credential keeps its auth type whatever type is sent (SDK docs).
 	if s, ok, err := secretField(ta, "client_secret", false); err != nil {
@@ -381,9 +381,9 @@ func applyRefreshUpdate(rf obj, r *vault.Refresh, sec *vault.Secrets) error {
 
 // applyCredentialFields applies display_name and metadata.
 func applyCredentialFields(in obj, doc *vault.Doc) error {
-	if in.has("display_name") {
+	if in.Has("display_name") {
 		doc.DisplayName = nil
-		if in.set("display_name") {
+		if in.Set("display_name") {
 			s, err := displayName(in, false)
 			if err != nil {
 				return err
@@ -391,8 +391,8 @@ func applyCredentialFields(in obj, doc *vault.Doc) error {
 			doc.DisplayName = &s
 		}
 	}
-	if in.has("metadata") {
-		md, err := in.metadataPatch("metadata", doc.Metadata, false)
+	if in.Has("metadata") {
+		md, err := in.MetadataPatch("metadata", doc.Metadata, false)
 		if err != nil {
 			return err
 		}
@@ -484,14 +484,14 @@ func (v *vaultAPI) createCredential(w http.ResponseWriter, r *http.Request) {
 	}
 	doc := vault.Doc{Metadata: map[string]string{}}
 	var sec vault.Secrets
-	a, ok, err := in.object("auth")
+	a, ok, err := in.Object("auth")
 	if err == nil && !ok {
 		err = BadRequest("field \"auth\" is required: an object whose type is static_bearer, mcp_oauth or environment_variable")
 	}
 	if err == nil {
 		doc.Auth, sec, err = v.parseAuth(a)
 	}
-	if err := firstErr(err, applyCredentialFields(in, &doc), in.strict()); err != nil {
+	if err := firstErr(err, applyCredentialFields(in, &doc), in.Strict()); err != nil {
 		v.writeError(w, r, err)
 		return
 	}
@@ -566,11 +566,11 @@ func (v *vaultAPI) updateCredential(w http.ResponseWriter, r *http.Request) {
 		v.writeError(w, r, err)
 		return
 	}
-	a, ok, err := in.object("auth")
+	a, ok, err := in.Object("auth")
 	if err == nil && ok {
 		err = v.applyAuthUpdate(a, &doc, &sec)
 	}
-	if err := firstErr(err, applyCredentialFields(in, &doc), in.strict()); err != nil {
+	if err := firstErr(err, applyCredentialFields(in, &doc), in.Strict()); err != nil {
 		v.writeError(w, r, err)
 		return
 	}

@@ -11,9 +11,6 @@ import (
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
-// maxSendEvents bounds one send request.
-const maxSendEvents = 50
-
 // EventJSON renders a stored event as the API returns it: its Data with
 // "id", "type" and "processed_at" filled from the row when the writer left
 // them out (runtime events may). It runs for every event every subscriber
@@ -96,46 +93,17 @@ func topLevelKeys(b []byte) (id, at, typ, ok bool) {
 	return id, at, typ, true
 }
 
-func (m *managed) sendEvents(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+func (m *managedAPI) sendEvents(w http.ResponseWriter, r *http.Request) {
 	in, err := decodeObject(r)
 	if err != nil {
 		m.writeError(w, r, err)
 		return
 	}
-	s, err := m.sessionFor(r, id)
+	stored, err := m.svc.SendEvents(r.Context(), tenant(r), r.PathValue("id"), in)
 	if err != nil {
 		m.writeError(w, r, err)
 		return
 	}
-	if err := writable(s); err != nil {
-		m.writeError(w, r, err)
-		return
-	}
-	evs, err := in.objects("events")
-	if err == nil && len(evs) == 0 {
-		err = BadRequest("field \"events\" is required: an array of events such as {\"type\": \"user.message\", \"content\": [{\"type\": \"text\", \"text\": \"…\"}]}")
-	}
-	if err == nil && len(evs) > maxSendEvents {
-		err = BadRequest("field \"events\" has %d events; the limit is %d per request", len(evs), maxSendEvents)
-	}
-	var news []store.NewEvent
-	if err == nil {
-		news, err = m.buildEvents(r, id, evs, false)
-	}
-	if err == nil {
-		err = in.strict()
-	}
-	if err != nil {
-		m.writeError(w, r, err)
-		return
-	}
-	stored, err := m.events.Append(r.Context(), id, news)
-	if err != nil {
-		m.writeError(w, r, notFoundAs("session", id, err))
-		return
-	}
-	m.wake(id)
 	out := make([]json.RawMessage, len(stored))
 	for i, e := range stored {
 		out[i] = EventJSON(e)
@@ -145,7 +113,7 @@ func (m *managed) sendEvents(w http.ResponseWriter, r *http.Request) {
 
 // listEvents pages through a session's events by Seq: ascending by
 // default, newest first with order=desc; the cursor is the last Seq.
-func (m *managed) listEvents(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) listEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	q := r.URL.Query()
 	p, err := parsePageQuery(q, 100, 1000, false)
@@ -194,7 +162,7 @@ func (m *managed) listEvents(w http.ResponseWriter, r *http.Request) {
 
 // eventsDesc reads newest first below the cursor Seq (0: from the newest)
 // in windows, since the store returns ascending Seq.
-func (m *managed) eventsDesc(r *http.Request, id string, before int64, types []string, p pageQuery) ([]store.SessionEvent, bool, error) {
+func (m *managedAPI) eventsDesc(r *http.Request, id string, before int64, types []string, p pageQuery) ([]store.SessionEvent, bool, error) {
 	if before == 0 {
 		last, err := m.st.LastEventSeq(r.Context(), id)
 		if err != nil {

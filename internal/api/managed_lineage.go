@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/agentkernel/agentkernel/internal/lineage"
+	"github.com/agentkernel/agentkernel/internal/managed"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
@@ -15,7 +16,7 @@ import (
 //	POST /v1/sessions/{id}/rewind  {"event_id": "sevt_…"}   → {"session", "branch"}
 //	GET  /v1/sessions/{id}/branches                          → {"data": [branches]}
 //	GET  /v1/sessions/{id}/history                           → lineage, turns, branches
-func (s *Server) registerLineageRoutes(m *managed, l *lineage.Service) {
+func (s *Server) registerLineageRoutes(m *managedAPI, l *lineage.Service) {
 	a := s.authenticated
 	s.mux.HandleFunc("POST /v1/sessions/{id}/fork", a(s.noQuery(func(w http.ResponseWriter, r *http.Request) {
 		eventID, err := eventIDBody(r, false)
@@ -28,7 +29,12 @@ func (s *Server) registerLineageRoutes(m *managed, l *lineage.Service) {
 			m.writeError(w, r, lineageErr(err))
 			return
 		}
-		m.writeSession(w, r, f)
+		out, err := m.svc.SessionJSON(r.Context(), f)
+		if err != nil {
+			m.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
 	})))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/rewind", a(s.noQuery(func(w http.ResponseWriter, r *http.Request) {
 		eventID, err := eventIDBody(r, true)
@@ -41,12 +47,12 @@ func (s *Server) registerLineageRoutes(m *managed, l *lineage.Service) {
 			m.writeError(w, r, lineageErr(err))
 			return
 		}
-		sj, err := m.sessionObject(r, sess)
+		sj, err := m.svc.SessionJSON(r.Context(), sess)
 		if err != nil {
 			m.writeError(w, r, err)
 			return
 		}
-		bj, err := m.sessionObject(r, branch)
+		bj, err := m.svc.SessionJSON(r.Context(), branch)
 		if err != nil {
 			m.writeError(w, r, err)
 			return
@@ -61,7 +67,7 @@ func (s *Server) registerLineageRoutes(m *managed, l *lineage.Service) {
 		}
 		data := make([]map[string]any, 0, len(bs))
 		for _, b := range bs {
-			bj, err := m.sessionObject(r, b)
+			bj, err := m.svc.SessionJSON(r.Context(), b)
 			if err != nil {
 				m.writeError(w, r, err)
 				return
@@ -85,7 +91,7 @@ func (s *Server) registerLineageRoutes(m *managed, l *lineage.Service) {
 			branches = append(branches, map[string]any{"id": b.ID, "branch_at_seq": b.Lineage.BranchAtSeq,
 				"branched_at": b.Lineage.BranchedAt, "workspace": b.Lineage.WorkspaceSeed})
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"session_id": h.Session.ID, "lineage": lineageJSON(h.Session),
+		writeJSON(w, http.StatusOK, map[string]any{"session_id": h.Session.ID, "lineage": managed.LineageJSON(h.Session),
 			"turns": turns, "branches": branches})
 	})))
 }
@@ -104,12 +110,12 @@ func eventIDBody(r *http.Request, required bool) (string, error) {
 	}
 	var id string
 	if required {
-		id, err = in.reqStr("event_id")
-	} else if in.set("event_id") {
-		id, err = in.str("event_id")
+		id, err = in.ReqStr("event_id")
+	} else if in.Set("event_id") {
+		id, err = in.Str("event_id")
 	}
 	if err == nil {
-		err = in.strict()
+		err = in.Strict()
 	}
 	return id, err
 }
@@ -121,35 +127,6 @@ func lineageErr(err error) error {
 		return Errorf(http.StatusNotFound, TypeNotFound, "%s", err)
 	}
 	return err
-}
-
-// sessionObject is the session's JSON as GET renders it.
-func (m *managed) sessionObject(r *http.Request, s *store.ManagedSession) (map[string]any, error) {
-	d, err := m.sessionDocFor(r, s)
-	if err != nil {
-		return nil, err
-	}
-	st, err := m.status(r, s)
-	if err != nil {
-		return nil, err
-	}
-	return sessionJSON(s, d, st, m.now()), nil
-}
-
-// lineageJSON is how a session came to be: null for a plain one.
-func lineageJSON(s *store.ManagedSession) any {
-	l := s.Lineage
-	if l.ForkedFrom == "" && l.BranchOf == "" {
-		return nil
-	}
-	out := map[string]any{}
-	if l.ForkedFrom != "" {
-		out["forked_from"] = map[string]any{"session_id": l.ForkedFrom, "at_seq": l.ForkedAtSeq}
-	}
-	if l.BranchOf != "" {
-		out["branch_of"] = map[string]any{"session_id": l.BranchOf, "at_seq": l.BranchAtSeq, "branched_at": l.BranchedAt}
-	}
-	return out
 }
 
 func turnJSON(t lineage.Turn) map[string]any {

@@ -15,7 +15,7 @@ import (
 // memoryAPI serves /v1/memory_stores, their memories and memory versions
 // (the SDK's Beta.MemoryStores, .Memories, .MemoryVersions).
 type memoryAPI struct {
-	*managed
+	*managedAPI
 	mem *memory.Service
 	st  store.MemoryStores
 }
@@ -28,9 +28,9 @@ const (
 	fullViewLimit = 20
 )
 
-func (s *Server) registerMemoryRoutes(m *managed, mem *memory.Service) {
+func (s *Server) registerMemoryRoutes(m *managedAPI, mem *memory.Service) {
 	a := s.authenticated
-	api := &memoryAPI{managed: m, mem: mem, st: mem.Store()}
+	api := &memoryAPI{managedAPI: m, mem: mem, st: mem.Store()}
 	s.mux.HandleFunc("POST /v1/memory_stores", a(s.noQuery(api.createStore)))
 	s.mux.HandleFunc("GET /v1/memory_stores", a(s.query(api.listStores, "limit", "page", "include_archived", "created_at[gte]", "created_at[lte]")))
 	s.mux.HandleFunc("GET /v1/memory_stores/{id}", a(s.noQuery(api.getStore)))
@@ -84,35 +84,35 @@ func storeJSON(m *store.MemoryStore) map[string]any {
 
 // storeName checks a name: 1–255 characters, no control characters.
 func storeName(in obj) (string, error) {
-	name, err := in.reqStr("name")
+	name, err := in.ReqStr("name")
 	if err == nil {
-		err = in.limitLen("name", name, maxMemStoreName)
+		err = in.LimitLen("name", name, maxMemStoreName)
 	}
 	if err == nil && strings.ContainsFunc(name, unicode.IsControl) {
-		err = BadRequest("field %q must not contain control characters", in.field("name"))
+		err = BadRequest("field %q must not contain control characters", in.Field("name"))
 	}
 	return name, err
 }
 
 func (a *memoryAPI) applyStoreFields(in obj, m *store.MemoryStore, create bool) error {
-	if create || in.has("name") {
+	if create || in.Has("name") {
 		name, err := storeName(in)
 		if err != nil {
 			return err
 		}
 		m.Name = name
 	}
-	if in.has("description") {
-		d, err := in.str("description")
+	if in.Has("description") {
+		d, err := in.Str("description")
 		if err == nil {
-			err = in.limitLen("description", d, maxMemStoreDesc)
+			err = in.LimitLen("description", d, maxMemStoreDesc)
 		}
 		if err != nil {
 			return err
 		}
 		m.Description = d
 	}
-	md, err := in.metadataPatch("metadata", m.Metadata, false)
+	md, err := in.MetadataPatch("metadata", m.Metadata, false)
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (a *memoryAPI) createStore(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m := &store.MemoryStore{ID: ids.New("memstore"), TenantID: tenant(r), Metadata: map[string]string{}}
-	if err := firstErr(a.applyStoreFields(in, m, true), in.strict()); err != nil {
+	if err := firstErr(a.applyStoreFields(in, m, true), in.Strict()); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -159,7 +159,7 @@ func (a *memoryAPI) updateStore(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	if err := firstErr(a.applyStoreFields(in, m, false), in.strict()); err != nil {
+	if err := firstErr(a.applyStoreFields(in, m, false), in.Strict()); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -251,9 +251,9 @@ func memoryJSON(m *store.Memory, full bool) map[string]any {
 // 400 for the rest, both naming the field.
 func contentErr(in obj, err error) error {
 	if errors.Is(err, memory.ErrTooLarge) {
-		return Errorf(http.StatusRequestEntityTooLarge, TypeRequestTooLarge, "field %q: %s", in.field("content"), err)
+		return Errorf(http.StatusRequestEntityTooLarge, TypeRequestTooLarge, "field %q: %s", in.Field("content"), err)
 	}
-	return BadRequest("field %q: %s", in.field("content"), err)
+	return BadRequest("field %q: %s", in.Field("content"), err)
 }
 
 func pathErr(field string, err error) error { return BadRequest("field %q: %s", field, err) }
@@ -269,25 +269,25 @@ func (a *memoryAPI) createMemory(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	path, err := in.reqStr("path")
+	path, err := in.ReqStr("path")
 	if err == nil {
 		if perr := memory.CheckPath(path); perr != nil {
-			err = pathErr(in.field("path"), perr)
+			err = pathErr(in.Field("path"), perr)
 		}
 	}
-	if err == nil && !in.set("content") {
-		err = BadRequest("field %q is required (pass \"\" for an empty memory)", in.field("content"))
+	if err == nil && !in.Set("content") {
+		err = BadRequest("field %q is required (pass \"\" for an empty memory)", in.Field("content"))
 	}
 	var content string
 	if err == nil {
-		content, err = in.str("content")
+		content, err = in.Str("content")
 	}
 	if err == nil {
 		if cerr := memory.CheckContent(content); cerr != nil {
 			err = contentErr(in, cerr)
 		}
 	}
-	if err = firstErr(err, in.strict()); err != nil {
+	if err = firstErr(err, in.Strict()); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -357,17 +357,17 @@ func (a *memoryAPI) updateMemory(w http.ResponseWriter, r *http.Request) {
 	}
 	wr := store.MemoryWrite{ID: r.PathValue("mid"), Actor: actor(r)}
 	var errs []error
-	if in.set("path") {
-		p, err := in.str("path")
+	if in.Set("path") {
+		p, err := in.Str("path")
 		if err == nil {
 			if perr := memory.CheckPath(p); perr != nil {
-				err = pathErr(in.field("path"), perr)
+				err = pathErr(in.Field("path"), perr)
 			}
 		}
 		wr.Path, errs = p, append(errs, err)
 	}
-	if in.set("content") {
-		c, err := in.str("content")
+	if in.Set("content") {
+		c, err := in.Str("content")
 		if err == nil {
 			if cerr := memory.CheckContent(c); cerr != nil {
 				err = contentErr(in, cerr)
@@ -375,26 +375,26 @@ func (a *memoryAPI) updateMemory(w http.ResponseWriter, r *http.Request) {
 		}
 		wr.Content, errs = &c, append(errs, err)
 	}
-	if in.set("precondition") {
-		pre, _, err := in.object("precondition")
+	if in.Set("precondition") {
+		pre, _, err := in.Object("precondition")
 		if err == nil {
 			var typ string
-			if typ, err = pre.reqStr("type"); err == nil && typ != "content_sha256" {
-				err = BadRequest("field %q must be content_sha256", pre.field("type"))
+			if typ, err = pre.ReqStr("type"); err == nil && typ != "content_sha256" {
+				err = BadRequest("field %q must be content_sha256", pre.Field("type"))
 			}
 		}
 		if err == nil {
-			wr.ExpectSHA256, err = pre.reqStr("content_sha256")
+			wr.ExpectSHA256, err = pre.ReqStr("content_sha256")
 		}
 		if err == nil {
-			err = sha256Arg("field \""+pre.field("content_sha256")+"\"", wr.ExpectSHA256)
+			err = sha256Arg("field \""+pre.Field("content_sha256")+"\"", wr.ExpectSHA256)
 		}
 		if err == nil {
-			err = pre.strict()
+			err = pre.Strict()
 		}
 		errs = append(errs, err)
 	}
-	if err := firstErr(append(errs, in.strict())...); err != nil {
+	if err := firstErr(append(errs, in.Strict())...); err != nil {
 		a.writeError(w, r, err)
 		return
 	}

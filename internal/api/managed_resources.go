@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentkernel/agentkernel/internal/managed"
 	"github.com/agentkernel/agentkernel/internal/resources"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
@@ -14,60 +15,13 @@ import (
 // Beta.Sessions.Resources). The handlers decode and encode; the checks and
 // the sandbox work are internal/resources'.
 
-func (s *Server) registerResourceRoutes(m *managed) {
+func (s *Server) registerResourceRoutes(m *managedAPI) {
 	a := s.authenticated
 	s.mux.HandleFunc("POST /v1/sessions/{id}/resources", a(s.noQuery(m.addResource)))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/resources", a(s.query(m.listResources, "limit", "page")))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/resources/{rid}", a(s.noQuery(m.getResource)))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/resources/{rid}", a(s.noQuery(m.updateResource)))
 	s.mux.HandleFunc("DELETE /v1/sessions/{id}/resources/{rid}", a(s.noQuery(m.deleteResource)))
-}
-
-// parseResourceSpec reads one resource as the SDK sends it.
-func parseResourceSpec(o obj) (resources.Spec, error) {
-	var sp resources.Spec
-	var err error
-	if sp.Type, err = o.reqStr("type"); err != nil {
-		return sp, err
-	}
-	str := func(k string, dst *string) {
-		if err == nil {
-			*dst, err = o.str(k)
-		}
-	}
-	if o.set("mount_path") {
-		str("mount_path", &sp.MountPath)
-		if err == nil && sp.MountPath == "" {
-			err = BadRequest("field %q must not be empty; leave it out for the default", o.field("mount_path"))
-		}
-	}
-	switch sp.Type {
-	case resources.KindFile:
-		str("file_id", &sp.FileID)
-	case resources.KindGitHub:
-		str("url", &sp.URL)
-		str("authorization_token", &sp.Token)
-		var co obj
-		var ok bool
-		if err == nil {
-			co, ok, err = o.object("checkout")
-		}
-		if err == nil && ok {
-			if sp.CheckoutType, err = co.reqStr("type"); err == nil {
-				switch sp.CheckoutType {
-				case "branch":
-					sp.CheckoutName, err = co.reqStr("name")
-				case "commit":
-					sp.CheckoutSHA, err = co.reqStr("sha")
-				}
-			}
-		}
-	case resources.KindMemoryStore:
-		str("memory_store_id", &sp.MemoryStoreID)
-		str("access", &sp.Access)
-		str("instructions", &sp.Instructions)
-	}
-	return sp, err
 }
 
 // inputErr turns the resources layer's bad input into the API's error.
@@ -86,64 +40,25 @@ func inputErr(err error) error {
 	return Errorf(ie.Status, typ, "%s", ie.Error())
 }
 
-// buildSessionResources checks the create request's resources; the rows
-// are written once the session exists.
-func (m *managed) buildSessionResources(r *http.Request, in obj, sessionID string) ([]*store.SessionResource, error) {
-	if !in.set("resources") {
-		return nil, nil
-	}
-	list, err := in.objects("resources")
-	if err != nil || len(list) == 0 {
-		return nil, err
-	}
-	if m.resources == nil {
-		return nil, in.notYet("resources", "this daemon runs without session resources")
-	}
-	specs := make([]resources.Spec, len(list))
-	for i, o := range list {
-		if specs[i], err = parseResourceSpec(o); err != nil {
-			return nil, err
-		}
-	}
-	rs, err := m.resources.Build(r.Context(), tenant(r), sessionID, in.field("resources"), specs)
-	return rs, inputErr(err)
-}
-
-// sessionResourcesJSON renders a session's resources for the session body.
-func (m *managed) sessionResourcesJSON(r *http.Request, sessionID string) ([]map[string]any, error) {
-	out := []map[string]any{}
-	if m.resources == nil {
-		return out, nil
-	}
-	rs, err := m.resources.List(r.Context(), sessionID)
-	if err != nil {
-		return nil, err
-	}
-	for _, x := range rs {
-		out = append(out, resources.Render(x))
-	}
-	return out, nil
-}
-
 // resourceSession reads the path's session; changes need it writable.
-func (m *managed) resourceSession(r *http.Request, change bool) (*store.ManagedSession, error) {
+func (m *managedAPI) resourceSession(r *http.Request, change bool) (*store.ManagedSession, error) {
 	if m.resources == nil {
 		return nil, Errorf(http.StatusNotFound, TypeNotFound, "session resources are not supported by this daemon")
 	}
 	s, err := m.sessionFor(r, r.PathValue("id"))
 	if err == nil && change {
-		err = writable(s)
+		err = managed.Writable(s)
 	}
 	return s, err
 }
 
-func (m *managed) resourceFor(r *http.Request, s *store.ManagedSession) (*store.SessionResource, error) {
+func (m *managedAPI) resourceFor(r *http.Request, s *store.ManagedSession) (*store.SessionResource, error) {
 	id := r.PathValue("rid")
 	x, err := m.resources.Get(r.Context(), s.ID, id)
 	return x, notFoundAs("session resource", id, err)
 }
 
-func (m *managed) addResource(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) addResource(w http.ResponseWriter, r *http.Request) {
 	s, err := m.resourceSession(r, true)
 	if err != nil {
 		m.writeError(w, r, err)
@@ -154,9 +69,9 @@ func (m *managed) addResource(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, err)
 		return
 	}
-	sp, err := parseResourceSpec(in)
+	sp, err := managed.ParseResourceSpec(in)
 	if err == nil {
-		err = in.strict()
+		err = in.Strict()
 	}
 	if err != nil {
 		m.writeError(w, r, err)
@@ -170,7 +85,7 @@ func (m *managed) addResource(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resources.Render(x))
 }
 
-func (m *managed) listResources(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) listResources(w http.ResponseWriter, r *http.Request) {
 	s, err := m.resourceSession(r, false)
 	if err != nil {
 		m.writeError(w, r, err)
@@ -196,7 +111,7 @@ func (m *managed) listResources(w http.ResponseWriter, r *http.Request) {
 	writePage(w, out, more, func(v map[string]any) string { return v["id"].(string) })
 }
 
-func (m *managed) getResource(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) getResource(w http.ResponseWriter, r *http.Request) {
 	s, err := m.resourceSession(r, false)
 	var x *store.SessionResource
 	if err == nil {
@@ -211,7 +126,7 @@ func (m *managed) getResource(w http.ResponseWriter, r *http.Request) {
 
 // updateResource rotates a repository's authorization_token (the only
 // field the SDK lets a resource change).
-func (m *managed) updateResource(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) updateResource(w http.ResponseWriter, r *http.Request) {
 	s, err := m.resourceSession(r, true)
 	var x *store.SessionResource
 	if err == nil {
@@ -223,10 +138,10 @@ func (m *managed) updateResource(w http.ResponseWriter, r *http.Request) {
 	}
 	var token string
 	if err == nil {
-		token, err = in.reqStr("authorization_token")
+		token, err = in.ReqStr("authorization_token")
 	}
 	if err == nil {
-		err = in.strict()
+		err = in.Strict()
 	}
 	if err == nil {
 		x, err = m.resources.UpdateToken(r.Context(), x, strings.TrimSpace(token))
@@ -239,7 +154,7 @@ func (m *managed) updateResource(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resources.Render(x))
 }
 
-func (m *managed) deleteResource(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) deleteResource(w http.ResponseWriter, r *http.Request) {
 	s, err := m.resourceSession(r, true)
 	var x *store.SessionResource
 	if err == nil {

@@ -1,9 +1,7 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -16,12 +14,12 @@ import (
 
 // skillAPI serves /v1/skills and their versions (the SDK's Beta.Skills).
 type skillAPI struct {
-	*managed
+	*managedAPI
 	svc *skills.Service
 }
 
-func (s *Server) registerSkillRoutes(m *managed, svc *skills.Service) {
-	k := &skillAPI{managed: m, svc: svc}
+func (s *Server) registerSkillRoutes(m *managedAPI, svc *skills.Service) {
+	k := &skillAPI{managedAPI: m, svc: svc}
 	a := s.authenticated
 	s.mux.HandleFunc("POST /v1/skills", a(s.noQuery(k.createSkill)))
 	s.mux.HandleFunc("GET /v1/skills", a(s.query(k.listSkills, "limit", "page", "source")))
@@ -313,88 +311,4 @@ func (k *skillAPI) downloadVersion(w http.ResponseWriter, r *http.Request) {
 	if _, err := io.Copy(w, rc); err != nil {
 		k.log.WarnContext(r.Context(), "skill download", "skill", v.SkillID, "version", v.Version, "err", err)
 	}
-}
-
-// maxAgentSkills bounds an agent's skills: each adds its description to
-// every model call's system prompt.
-const maxAgentSkills = 64
-
-// skillResolver turns a skill reference into the concrete version it pins
-// ("" or "latest" → the newest), or an error; nil refuses skills.
-type skillResolver func(skillID, version string) (string, error)
-
-// skillsFor resolves skills of the caller's tenant; another tenant's skill
-// answers like a missing one.
-func (m *managed) skillsFor(r *http.Request) skillResolver {
-	if m.skills == nil {
-		return nil
-	}
-	return func(id, version string) (string, error) {
-		if version == "" {
-			version = "latest"
-		}
-		v, err := m.skills.Version(r.Context(), tenant(r), id, version)
-		if err != nil {
-			return "", err
-		}
-		return v.Version, nil
-	}
-}
-
-// normalizeSkills reads an agent's skills (the SDK's
-// BetaManagedAgentsSkillParamsUnion) and pins each to a concrete version,
-// the shape the SDK's BetaManagedAgentsCustomSkill returns.
-func normalizeSkills(in obj, resolve skillResolver) (json.RawMessage, error) {
-	list, err := in.objects("skills")
-	if err != nil || list == nil {
-		return json.RawMessage(`[]`), err
-	}
-	if len(list) == 0 {
-		return json.RawMessage(`[]`), nil
-	}
-	if resolve == nil {
-		return nil, in.notYet("skills", "this daemon serves no skills; send [] or leave it out")
-	}
-	if len(list) > maxAgentSkills {
-		return nil, BadRequest("field %q has %d skills; the limit is %d", in.field("skills"), len(list), maxAgentSkills)
-	}
-	out := make([]skills.SkillRef, 0, len(list))
-	seen := map[string]string{}
-	for _, o := range list {
-		typ, err := o.reqStr("type")
-		if err != nil {
-			return nil, err
-		}
-		switch typ {
-		case "custom":
-		case "anthropic":
-			return nil, o.notYet("type", "agentkernel has no Anthropic-managed skills; upload the skill with /v1/skills and use {\"type\": \"custom\"}")
-		default:
-			return nil, BadRequest("field %q: unknown skill type %q (want custom)", o.field("type"), typ)
-		}
-		id, err := o.reqStr("skill_id")
-		if err != nil {
-			return nil, err
-		}
-		version, err := o.str("version")
-		if err != nil {
-			return nil, err
-		}
-		if prev, ok := seen[id]; ok {
-			return nil, BadRequest("field %q: skill %q is already listed at %s", o.field("skill_id"), id, prev)
-		}
-		seen[id] = o.field("skill_id")
-		pinned, err := resolve(id, version)
-		if errors.Is(err, store.ErrNotFound) {
-			if _, serr := resolve(id, "latest"); serr != nil {
-				return nil, BadRequest("field %q: skill %q not found", o.field("skill_id"), id)
-			}
-			return nil, BadRequest("field %q: skill %q has no version %q", o.field("version"), id, version)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("resolve skill %s: %w", id, err)
-		}
-		out = append(out, skills.SkillRef{Type: "custom", SkillID: id, Version: pinned})
-	}
-	return mustJSON(out), nil
 }

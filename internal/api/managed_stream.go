@@ -16,7 +16,7 @@ import (
 // before a send delivers what is sent; with it, the stream resumes right
 // after that event (no gap, no duplicate). Every event is durable before
 // it is written here (the event log persists before it publishes).
-func (m *managed) streamEvents(w http.ResponseWriter, r *http.Request) {
+func (m *managedAPI) streamEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if err := checkQuery(r.URL.Query(), "event_deltas"); err != nil {
 		m.writeError(w, r, err)
@@ -106,7 +106,7 @@ func writeSSE(bw *bufio.Writer, e store.SessionEvent) {
 
 // resumePoint is the Seq the stream continues after: the event named by
 // Last-Event-ID, else the session's newest event.
-func (m *managed) resumePoint(r *http.Request, id string) (int64, error) {
+func (m *managedAPI) resumePoint(r *http.Request, id string) (int64, error) {
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		e, err := m.st.GetEvent(r.Context(), id, last)
 		if errors.Is(err, store.ErrNotFound) {

@@ -23,13 +23,13 @@ const maxDisplayName = 255
 
 // vaultAPI serves /v1/vaults and their credentials.
 type vaultAPI struct {
-	*managed
+	*managedAPI
 	st     store.VaultStore
 	vaults *vault.Service
 }
 
-func (s *Server) registerVaultRoutes(m *managed, st store.VaultStore, vs *vault.Service) {
-	v := &vaultAPI{managed: m, st: st, vaults: vs}
+func (s *Server) registerVaultRoutes(m *managedAPI, st store.VaultStore, vs *vault.Service) {
+	v := &vaultAPI{managedAPI: m, st: st, vaults: vs}
 	a := s.authenticated
 	s.mux.HandleFunc("POST /v1/vaults", a(s.noQuery(v.createVault)))
 	s.mux.HandleFunc("GET /v1/vaults", a(s.query(v.listVaults, "limit", "page", "include_archived")))
@@ -97,26 +97,26 @@ func displayName(in obj, required bool) (string, error) {
 		err error
 	)
 	if required {
-		s, err = in.reqStr("display_name")
+		s, err = in.ReqStr("display_name")
 	} else {
-		s, err = in.str("display_name")
+		s, err = in.Str("display_name")
 	}
 	if err == nil {
-		err = in.limitLen("display_name", s, maxDisplayName)
+		err = in.LimitLen("display_name", s, maxDisplayName)
 	}
 	return s, err
 }
 
 func (v *vaultAPI) applyVaultFields(in obj, d *vaultDoc, create bool) error {
-	if create || in.has("display_name") {
+	if create || in.Has("display_name") {
 		name, err := displayName(in, true)
 		if err != nil {
 			return err
 		}
 		d.DisplayName = name
 	}
-	if in.has("metadata") {
-		md, err := in.metadataPatch("metadata", d.Metadata, false)
+	if in.Has("metadata") {
+		md, err := in.MetadataPatch("metadata", d.Metadata, false)
 		if err != nil {
 			return err
 		}
@@ -132,7 +132,7 @@ func (v *vaultAPI) createVault(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := vaultDoc{Metadata: map[string]string{}}
-	if err := firstErr(v.applyVaultFields(in, &d, true), in.strict()); err != nil {
+	if err := firstErr(v.applyVaultFields(in, &d, true), in.Strict()); err != nil {
 		v.writeError(w, r, err)
 		return
 	}
@@ -174,7 +174,7 @@ func (v *vaultAPI) updateVault(w http.ResponseWriter, r *http.Request) {
 		v.writeError(w, r, err)
 		return
 	}
-	if err := firstErr(v.applyVaultFields(in, &d, false), in.strict()); err != nil {
+	if err := firstErr(v.applyVaultFields(in, &d, false), in.Strict()); err != nil {
 		v.writeError(w, r, err)
 		return
 	}

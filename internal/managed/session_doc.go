@@ -1,4 +1,4 @@
-package api
+package managed
 
 import (
 	"context"
@@ -25,22 +25,10 @@ type sessionDoc struct {
 }
 
 const (
-	maxSessionTitle   = 512
-	maxInitialEvents  = 50
-	defaultUsageJSON  = `{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_1h_input_tokens":0,"ephemeral_5m_input_tokens":0}}`
-	agentSnapshotType = "agent"
+	maxSessionTitle  = 512
+	maxInitialEvents = 50
+	defaultUsageJSON = `{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_1h_input_tokens":0,"ephemeral_5m_input_tokens":0}}`
 )
-
-// agentSnapshot renders an agent version as the session's agent field.
-func agentSnapshot(a *store.Agent, d agentDoc) json.RawMessage {
-	return mustJSON(map[string]any{
-		"id": a.ID, "type": agentSnapshotType, "version": a.Version,
-		"name": d.Name, "description": d.Description, "system": d.System, "model": d.Model,
-		"tools": orEmptyArray(d.Tools), "mcp_servers": orEmptyArray(d.MCPServers), "skills": orEmptyArray(d.Skills),
-		"execution_identity": orDefault(d.ExecutionIdentity, defaultExecutionIdentity),
-		"multiagent":         orDefault(d.Multiagent, json.RawMessage(`null`)),
-	})
-}
 
 // agentRef is the session's agent field as sent: an id string, {type:
 // "agent", id, version?} or {type: "agent_with_overrides", id, version?,
@@ -48,37 +36,37 @@ func agentSnapshot(a *store.Agent, d agentDoc) json.RawMessage {
 type agentRef struct {
 	id        string
 	version   int64
-	overrides obj // only the override fields, empty when none
+	overrides Obj // only the override fields, empty when none
 }
 
-func parseAgentRef(in obj) (agentRef, error) {
-	if !in.set("agent") {
-		return agentRef{}, BadRequest("field \"agent\" is required: an agent id, or {\"type\": \"agent\", \"id\": …, \"version\": …}")
+func parseAgentRef(in Obj) (agentRef, error) {
+	if !in.Set("agent") {
+		return agentRef{}, badRequest("field \"agent\" is required: an agent id, or {\"type\": \"agent\", \"id\": …, \"version\": …}")
 	}
 	var id string
-	if json.Unmarshal(in.m["agent"], &id) == nil {
+	if json.Unmarshal(in.Raw("agent"), &id) == nil {
 		if id == "" {
-			return agentRef{}, BadRequest("field \"agent\" must not be empty")
+			return agentRef{}, badRequest("field \"agent\" must not be empty")
 		}
-		return agentRef{id: id, overrides: in.sub("agent", map[string]json.RawMessage{})}, nil
+		return agentRef{id: id, overrides: in.Sub("agent", map[string]json.RawMessage{})}, nil
 	}
-	a, _, err := in.object("agent")
+	a, _, err := in.Object("agent")
 	if err != nil {
-		return agentRef{}, BadRequest("field \"agent\" must be an agent id string or an object")
+		return agentRef{}, badRequest("field \"agent\" must be an agent id string or an object")
 	}
-	ref := agentRef{overrides: a.sub("agent", map[string]json.RawMessage{})}
-	if ref.id, err = a.reqStr("id"); err != nil {
+	ref := agentRef{overrides: a.Sub("agent", map[string]json.RawMessage{})}
+	if ref.id, err = a.ReqStr("id"); err != nil {
 		return ref, err
 	}
-	v, ok, err := a.int("version")
+	v, ok, err := a.Int("version")
 	if err != nil {
 		return ref, err
 	}
 	if ok && v < 1 {
-		return ref, BadRequest("field \"agent.version\" must be at least 1")
+		return ref, badRequest("field \"agent.version\" must be at least 1")
 	}
 	ref.version = v
-	typ, err := a.str("type")
+	typ, err := a.Str("type")
 	if err != nil {
 		return ref, err
 	}
@@ -88,12 +76,12 @@ func parseAgentRef(in obj) (agentRef, error) {
 		// The overrides are parsed as agent fields; keys other than these
 		// stay unread in a and are refused as unknown.
 		for _, k := range []string{"system", "model", "tools", "mcp_servers", "skills"} {
-			if a.has(k) {
-				ref.overrides.m[k] = a.m[k]
+			if a.Has(k) {
+				ref.overrides.Map()[k] = a.Raw(k)
 			}
 		}
 	default:
-		return ref, BadRequest("field \"agent.type\": unknown type %q (want agent or agent_with_overrides)", typ)
+		return ref, badRequest("field \"agent.type\": unknown type %q (want agent or agent_with_overrides)", typ)
 	}
 	return ref, nil
 }
@@ -127,7 +115,7 @@ func sessionJSON(s *store.ManagedSession, d sessionDoc, status string, now time.
 		"usage":               usage,
 		"created_at":          s.CreatedAt.UTC(), "updated_at": s.UpdatedAt.UTC(), "archived_at": archived,
 	}
-	if l := lineageJSON(s); l != nil {
+	if l := LineageJSON(s); l != nil {
 		// agentkernel's own: a fork's source, or the session an abandoned
 		// branch was cut from.
 		out["lineage"] = l
@@ -146,9 +134,9 @@ func decodeSessionDoc(b []byte) (sessionDoc, error) {
 // refuseSessionExtras refuses the session fields the SDK defines and the
 // runtime does not act on yet; their empty values are accepted. (A
 // session's resources are read by buildSessionResources.)
-func refuseSessionExtras(in obj) error {
+func refuseSessionExtras(in Obj) error {
 	return firstErr(
-		in.notYetUnlessEmpty("budget", "agentkernel does not price model usage, so no budget can stop a session; send null or leave it out"),
+		in.NotYetUnlessEmpty("budget", "agentkernel does not price model usage, so no budget can stop a session; send null or leave it out"),
 	)
 }
 
@@ -159,38 +147,54 @@ const maxSessionVaults = 16
 // list replaces the stored one). Each must be a vault of the tenant that
 // is not archived; the session's egress rules and tool environment follow
 // the new list from the next tool call.
-func (m *managed) applyVaultIDs(ctx context.Context, in obj, d *sessionDoc, tenantID string) error {
-	if !in.has("vault_ids") {
+func (s *Service) applyVaultIDs(ctx context.Context, in Obj, d *sessionDoc, tenantID string) error {
+	if !in.Has("vault_ids") {
 		return nil
 	}
-	list, err := in.strings("vault_ids")
+	list, err := in.Strings("vault_ids")
 	if err != nil {
 		return err
 	}
 	if len(list) > maxSessionVaults {
-		return BadRequest("field %q has %d entries; the limit is %d", in.field("vault_ids"), len(list), maxSessionVaults)
+		return badRequest("field %q has %d entries; the limit is %d", in.Field("vault_ids"), len(list), maxSessionVaults)
 	}
 	seen := map[string]bool{}
 	for i, id := range list {
 		switch {
 		case id == "":
-			return BadRequest("field \"%s[%d]\" is empty; give a vault id (vlt_…)", in.field("vault_ids"), i)
+			return badRequest("field \"%s[%d]\" is empty; give a vault id (vlt_…)", in.Field("vault_ids"), i)
 		case seen[id]:
-			return BadRequest("field \"%s[%d]\": vault %q is listed twice", in.field("vault_ids"), i, id)
+			return badRequest("field \"%s[%d]\": vault %q is listed twice", in.Field("vault_ids"), i, id)
 		}
 		seen[id] = true
 	}
 	if len(list) > 0 {
-		if m.vaults == nil {
-			return in.notYet("vault_ids", "this daemon runs without vaults")
+		if s.vaults == nil {
+			return in.NotYet("vault_ids", "this daemon runs without vaults")
 		}
-		if err := m.vaults.CheckVaults(ctx, tenantID, list); err != nil {
+		if err := s.vaults.CheckVaults(ctx, tenantID, list); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return Errorf(http.StatusNotFound, TypeNotFound, "field %q: %v", in.field("vault_ids"), err)
+				return inputErr(http.StatusNotFound, "field %q: %v", in.Field("vault_ids"), err)
 			}
 			return err
 		}
 	}
 	d.VaultIDs = list
 	return nil
+}
+
+// LineageJSON is how a session came to be: null for a plain one.
+func LineageJSON(s *store.ManagedSession) any {
+	l := s.Lineage
+	if l.ForkedFrom == "" && l.BranchOf == "" {
+		return nil
+	}
+	out := map[string]any{}
+	if l.ForkedFrom != "" {
+		out["forked_from"] = map[string]any{"session_id": l.ForkedFrom, "at_seq": l.ForkedAtSeq}
+	}
+	if l.BranchOf != "" {
+		out["branch_of"] = map[string]any{"session_id": l.BranchOf, "at_seq": l.BranchAtSeq, "branched_at": l.BranchedAt}
+	}
+	return out
 }

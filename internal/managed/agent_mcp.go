@@ -1,4 +1,4 @@
-package api
+package managed
 
 import (
 	"encoding/json"
@@ -19,36 +19,36 @@ const (
 // normalizeMCPServers reads mcp_servers: URL servers with unique names,
 // returned as the SDK's BetaManagedAgentsMCPServerURLDefinition. Null
 // clears the list.
-func normalizeMCPServers(in obj) (json.RawMessage, error) {
-	servers, err := in.objects("mcp_servers")
+func normalizeMCPServers(in Obj) (json.RawMessage, error) {
+	servers, err := in.Objects("mcp_servers")
 	if err != nil {
 		return nil, err
 	}
 	if len(servers) > maxMCPServers {
-		return nil, BadRequest("field %q has %d servers; the limit is %d", in.field("mcp_servers"), len(servers), maxMCPServers)
+		return nil, badRequest("field %q has %d servers; the limit is %d", in.Field("mcp_servers"), len(servers), maxMCPServers)
 	}
 	out := make([]map[string]string, 0, len(servers))
 	seen := map[string]string{}
 	for _, s := range servers {
-		typ, err := s.reqStr("type")
+		typ, err := s.ReqStr("type")
 		if err != nil {
 			return nil, err
 		}
 		if typ != "url" {
-			return nil, BadRequest("field %q: unknown MCP server type %q (want url)", s.field("type"), typ)
+			return nil, badRequest("field %q: unknown MCP server type %q (want url)", s.Field("type"), typ)
 		}
-		name, err := s.reqStr("name")
+		name, err := s.ReqStr("name")
 		if err != nil {
 			return nil, err
 		}
-		if err := s.limitLen("name", name, maxMCPServerName); err != nil {
+		if err := s.LimitLen("name", name, maxMCPServerName); err != nil {
 			return nil, err
 		}
 		if prev, ok := seen[name]; ok {
-			return nil, BadRequest("field %q: MCP server name %q is already used by %s; names must be unique", s.field("name"), name, prev)
+			return nil, badRequest("field %q: MCP server name %q is already used by %s; names must be unique", s.Field("name"), name, prev)
 		}
-		seen[name] = s.field("name")
-		raw, err := s.reqStr("url")
+		seen[name] = s.Field("name")
+		raw, err := s.ReqStr("url")
 		if err != nil {
 			return nil, err
 		}
@@ -57,19 +57,19 @@ func normalizeMCPServers(in obj) (json.RawMessage, error) {
 		}
 		out = append(out, map[string]string{"type": "url", "name": name, "url": raw})
 	}
-	return mustJSON(out), nil
+	return MustJSON(out), nil
 }
 
-func checkMCPURL(s obj, raw string) error {
+func checkMCPURL(s Obj, raw string) error {
 	if len(raw) > maxMCPURL {
-		return BadRequest("field %q is %d bytes; the limit is %d", s.field("url"), len(raw), maxMCPURL)
+		return badRequest("field %q is %d bytes; the limit is %d", s.Field("url"), len(raw), maxMCPURL)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return BadRequest("field %q must be an http or https URL, such as \"https://mcp.example.com/mcp\"", s.field("url"))
+		return badRequest("field %q must be an http or https URL, such as \"https://mcp.example.com/mcp\"", s.Field("url"))
 	}
 	if u.User != nil {
-		return BadRequest("field %q must not hold credentials; put the server's token in a vault credential (static_bearer or mcp_oauth) for this URL", s.field("url"))
+		return badRequest("field %q must not hold credentials; put the server's token in a vault credential (static_bearer or mcp_oauth) for this URL", s.Field("url"))
 	}
 	return nil
 }
@@ -79,38 +79,38 @@ func checkMCPURL(s obj, raw string) error {
 // config complete. Unset, an MCP tool is enabled and always_ask (the
 // hosted service's default: a tool a server adds later never runs
 // unapproved).
-func normalizeMCPToolset(t obj, servers map[string]bool) (map[string]any, error) {
-	server, err := t.reqStr("mcp_server_name")
+func normalizeMCPToolset(t Obj, servers map[string]bool) (map[string]any, error) {
+	server, err := t.ReqStr("mcp_server_name")
 	if err != nil {
 		return nil, err
 	}
-	if err := t.limitLen("mcp_server_name", server, maxMCPServerName); err != nil {
+	if err := t.LimitLen("mcp_server_name", server, maxMCPServerName); err != nil {
 		return nil, err
 	}
 	if servers[server] {
-		return nil, BadRequest("field %q: MCP server %q already has an mcp_toolset; configure its tools in that one", t.field("mcp_server_name"), server)
+		return nil, badRequest("field %q: MCP server %q already has an mcp_toolset; configure its tools in that one", t.Field("mcp_server_name"), server)
 	}
 	servers[server] = true
 	defEnabled, defPolicy, err := defaultToolConfig(t, "always_ask")
 	if err != nil {
 		return nil, err
 	}
-	configs, err := t.objects("configs")
+	configs, err := t.Objects("configs")
 	if err != nil {
 		return nil, err
 	}
 	outConfigs := make([]map[string]any, 0, len(configs))
 	seen := map[string]bool{}
 	for _, c := range configs {
-		name, err := c.reqStr("name")
+		name, err := c.ReqStr("name")
 		if err != nil {
 			return nil, err
 		}
-		if err := c.limitLen("name", name, maxMCPToolName); err != nil {
+		if err := c.LimitLen("name", name, maxMCPToolName); err != nil {
 			return nil, err
 		}
 		if seen[name] {
-			return nil, BadRequest("field %q: tool %q is configured twice", c.field("name"), name)
+			return nil, badRequest("field %q: tool %q is configured twice", c.Field("name"), name)
 		}
 		seen[name] = true
 		enabled, policy, err := toolConfig(c)
@@ -134,7 +134,7 @@ func normalizeMCPToolset(t obj, servers map[string]bool) (map[string]any, error)
 // every server is used by an mcp_toolset (an unused one is refused).
 // d holds both after the request's fields were applied, so an update of
 // one is checked against the other as stored.
-func checkMCPRefs(in obj, d *agentDoc) error {
+func checkMCPRefs(in Obj, d *agentDoc) error {
 	var servers []struct {
 		Name string `json:"name"`
 	}
@@ -158,14 +158,14 @@ func checkMCPRefs(in obj, d *agentDoc) error {
 			continue
 		}
 		if !names[t.MCPServerName] {
-			return BadRequest("field %q: the agent has no MCP server named %q; add it to %q", in.field(fmt.Sprintf("tools[%d].mcp_server_name", i)), t.MCPServerName, in.field("mcp_servers"))
+			return badRequest("field %q: the agent has no MCP server named %q; add it to %q", in.Field(fmt.Sprintf("tools[%d].mcp_server_name", i)), t.MCPServerName, in.Field("mcp_servers"))
 		}
 		used[t.MCPServerName] = true
 	}
 	for i, s := range servers {
 		if !used[s.Name] {
-			return BadRequest("field %q: MCP server %q is used by no mcp_toolset in %q; add {\"type\": \"mcp_toolset\", \"mcp_server_name\": %q} or remove the server",
-				in.field(fmt.Sprintf("mcp_servers[%d]", i)), s.Name, in.field("tools"), s.Name)
+			return badRequest("field %q: MCP server %q is used by no mcp_toolset in %q; add {\"type\": \"mcp_toolset\", \"mcp_server_name\": %q} or remove the server",
+				in.Field(fmt.Sprintf("mcp_servers[%d]", i)), s.Name, in.Field("tools"), s.Name)
 		}
 	}
 	return nil

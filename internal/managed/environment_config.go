@@ -1,4 +1,4 @@
-package api
+package managed
 
 import (
 	"context"
@@ -31,20 +31,20 @@ import (
 const maxEnvAllowedHosts = 256
 
 // envNetwork is the network mode the environment's sandboxes get.
-func (m *managed) envNetwork(d envDoc) string {
+func (s *Service) envNetwork(d envDoc) string {
 	if v := d.Metadata[session.MetaNetwork]; v != "" {
 		return v
 	}
-	if m.sandboxNetwork != "" {
-		return m.sandboxNetwork
+	if s.sandboxNetwork != "" {
+		return s.sandboxNetwork
 	}
 	return sandbox.NetworkEgress
 }
 
 // envConfigJSON renders the config in the SDK's BetaCloudConfig shape.
-func (m *managed) envConfigJSON(d envDoc) json.RawMessage {
+func (s *Service) envConfigJSON(d envDoc) json.RawMessage {
 	var net any = session.ClosedNetworking()
-	switch m.envNetwork(d) {
+	switch s.envNetwork(d) {
 	case sandbox.NetworkHost:
 		net = map[string]any{"type": session.NetworkingUnrestricted}
 	case sandbox.NetworkEgress:
@@ -57,27 +57,27 @@ func (m *managed) envConfigJSON(d envDoc) json.RawMessage {
 	for _, mgr := range packages.Managers {
 		pk[mgr] = orEmpty(*spec.List(mgr))
 	}
-	return mustJSON(map[string]any{"type": "cloud", "networking": net, "packages": pk})
+	return MustJSON(map[string]any{"type": "cloud", "networking": net, "packages": pk})
 }
 
 // checkEnvConfig reads a config sent on create or update into d.Config.
 // Networking left out keeps what is stored (the SDK: "omit on update to
 // preserve").
-func (m *managed) checkEnvConfig(in obj, d *envDoc) error {
-	cfg, ok, err := in.object("config")
+func (s *Service) checkEnvConfig(in Obj, d *envDoc) error {
+	cfg, ok, err := in.Object("config")
 	if err != nil || !ok {
 		return err
 	}
-	typ, err := cfg.str("type")
+	typ, err := cfg.Str("type")
 	if err != nil {
 		return err
 	}
 	switch typ {
 	case "", "cloud":
 	case "self_hosted":
-		return cfg.notYet("type", "self_hosted environments need the environment work queue, which agentkernel does not serve yet; sandboxes run on the daemon's host (type cloud)")
+		return cfg.NotYet("type", "self_hosted environments need the environment work queue, which agentkernel does not serve yet; sandboxes run on the daemon's host (type cloud)")
 	default:
-		return BadRequest("field %q: unknown environment type %q (want cloud)", cfg.field("type"), typ)
+		return badRequest("field %q: unknown environment type %q (want cloud)", cfg.Field("type"), typ)
 	}
 	stored := map[string]json.RawMessage{}
 	if len(d.Config) > 0 {
@@ -86,42 +86,42 @@ func (m *managed) checkEnvConfig(in obj, d *envDoc) error {
 		}
 	}
 	stored["type"] = json.RawMessage(`"cloud"`)
-	if net, ok, err := cfg.object("networking"); err != nil {
+	if net, ok, err := cfg.Object("networking"); err != nil {
 		return err
 	} else if ok {
-		n, err := m.checkNetworking(net, *d)
+		n, err := s.checkNetworking(net, *d)
 		if err != nil {
 			return err
 		}
-		stored["networking"] = mustJSON(n)
+		stored["networking"] = MustJSON(n)
 	}
-	cfg.has("networking")
-	if pk, ok, err := cfg.object("packages"); err != nil {
+	cfg.Has("networking")
+	if pk, ok, err := cfg.Object("packages"); err != nil {
 		return err
 	} else if ok {
-		spec, err := m.checkPackages(pk)
+		spec, err := s.checkPackages(pk)
 		if err != nil {
 			return err
 		}
-		stored["packages"] = mustJSON(spec)
+		stored["packages"] = MustJSON(spec)
 	}
-	cfg.has("packages")
-	d.Config = mustJSON(stored)
+	cfg.Has("packages")
+	d.Config = MustJSON(stored)
 	return nil
 }
 
 // checkPackages reads config.packages: every list replaces the stored
 // one (the SDK sends them all).
-func (m *managed) checkPackages(pk obj) (packages.Spec, error) {
+func (s *Service) checkPackages(pk Obj) (packages.Spec, error) {
 	var spec packages.Spec
-	if t, err := pk.str("type"); err != nil {
+	if t, err := pk.Str("type"); err != nil {
 		return spec, err
 	} else if t != "" && t != "packages" {
-		return spec, BadRequest("field %q must be packages, got %q", pk.field("type"), t)
+		return spec, badRequest("field %q must be packages, got %q", pk.Field("type"), t)
 	}
 	total := 0
 	for _, mgr := range packages.Managers {
-		list, err := pk.strings(mgr)
+		list, err := pk.Strings(mgr)
 		if err != nil {
 			return spec, err
 		}
@@ -129,26 +129,26 @@ func (m *managed) checkPackages(pk obj) (packages.Spec, error) {
 			continue
 		}
 		if !packages.Supported[mgr] {
-			return spec, pk.notYet(mgr, "agentkernel builds pip and npm packages into an environment's layer; install "+mgr+" packages with a command in the sandbox, or use an image that has them (metadata agentkernel.image)")
+			return spec, pk.NotYet(mgr, "agentkernel builds pip and npm packages into an environment's layer; install "+mgr+" packages with a command in the sandbox, or use an image that has them (metadata agentkernel.image)")
 		}
-		if m.packages == nil {
-			return spec, pk.notYet(mgr, "this daemon runs no sandbox layer to build packages in")
+		if s.packages == nil {
+			return spec, pk.NotYet(mgr, "this daemon runs no sandbox layer to build packages in")
 		}
-		if m.sandboxNetwork != "" && m.sandboxNetwork != sandbox.NetworkEgress {
+		if s.sandboxNetwork != "" && s.sandboxNetwork != sandbox.NetworkEgress {
 			// A build runs the packages' own install scripts: only behind
 			// the egress proxy, which lets it reach the registries alone.
-			return spec, pk.notYet(mgr, fmt.Sprintf("packages are built behind the egress proxy, and this daemon's [sandbox] network is %q (egress is needed)", m.sandboxNetwork))
+			return spec, pk.NotYet(mgr, fmt.Sprintf("packages are built behind the egress proxy, and this daemon's [sandbox] network is %q (egress is needed)", s.sandboxNetwork))
 		}
 		for i, name := range list {
 			if err := packages.CheckName(name); err != nil {
-				return spec, BadRequest("field \"%s[%d]\" %v", pk.field(mgr), i, err)
+				return spec, badRequest("field \"%s[%d]\" %v", pk.Field(mgr), i, err)
 			}
 		}
 		total += len(list)
 		*spec.List(mgr) = list
 	}
 	if total > packages.MaxPackages {
-		return spec, BadRequest("field %q lists %d packages; the limit is %d for all managers together", pk.path, total, packages.MaxPackages)
+		return spec, badRequest("field %q lists %d packages; the limit is %d for all managers together", pk.Path(), total, packages.MaxPackages)
 	}
 	return spec, nil
 }
@@ -157,24 +157,24 @@ func (m *managed) checkPackages(pk obj) (packages.Spec, error) {
 // (packages_build: status building, ready or failed, progress, and for a
 // failed build the package and the end of its log), or nil without
 // packages. start begins the build when there is none (create, update).
-func (m *managed) envBuild(ctx context.Context, e *store.Environment, d envDoc, start bool) (any, error) {
+func (s *Service) envBuild(ctx context.Context, e *store.Environment, d envDoc, start bool) (any, error) {
 	spec, err := packages.FromConfig(d.Config)
-	if err != nil || spec.Empty() || m.packages == nil {
+	if err != nil || spec.Empty() || s.packages == nil {
 		return nil, err
 	}
 	es, err := session.ParseSandboxMetadata(d.Metadata)
 	if err != nil {
 		return nil, err
 	}
-	t, err := m.packages.Target(ctx, spec, es.Driver, es.Image)
+	t, err := s.packages.Target(ctx, spec, es.Driver, es.Image)
 	if err != nil {
 		return nil, err
 	}
 	var b *store.PackageBuild
 	if start && e.ArchivedAt == nil {
-		b, err = m.packages.Ensure(ctx, e.TenantID, e.ID, t)
+		b, err = s.packages.Ensure(ctx, e.TenantID, e.ID, t)
 	} else {
-		b, err = m.packages.Status(ctx, e.TenantID, t)
+		b, err = s.packages.Status(ctx, e.TenantID, t)
 	}
 	if err != nil || b == nil {
 		return nil, err
@@ -190,17 +190,17 @@ func (m *managed) envBuild(ctx context.Context, e *store.Environment, d envDoc, 
 
 // checkNetworking reads config.networking against what the environment's
 // sandboxes can have, and returns it normalized for storage.
-func (m *managed) checkNetworking(n obj, d envDoc) (*session.Networking, error) {
-	typ, err := n.str("type")
+func (s *Service) checkNetworking(n Obj, d envDoc) (*session.Networking, error) {
+	typ, err := n.Str("type")
 	if err != nil {
 		return nil, err
 	}
-	have := m.envNetwork(d)
+	have := s.envNetwork(d)
 	closed := func(k string) error {
 		if d.Metadata[session.MetaNetwork] == sandbox.NetworkNone {
-			return BadRequest("field %q: this environment's sandboxes have no network at all (metadata %s = none); remove that key to let the egress proxy apply this policy", n.field(k), session.MetaNetwork)
+			return badRequest("field %q: this environment's sandboxes have no network at all (metadata %s = none); remove that key to let the egress proxy apply this policy", n.Field(k), session.MetaNetwork)
 		}
-		return BadRequest("field %q: the operator allows no outbound traffic from any sandbox ([sandbox] network = \"none\"); only {\"type\": \"limited\"} with no hosts is possible here", n.field(k))
+		return badRequest("field %q: the operator allows no outbound traffic from any sandbox ([sandbox] network = \"none\"); only {\"type\": \"limited\"} with no hosts is possible here", n.Field(k))
 	}
 	switch typ {
 	case session.NetworkingUnrestricted:
@@ -210,19 +210,19 @@ func (m *managed) checkNetworking(n obj, d envDoc) (*session.Networking, error) 
 		return &session.Networking{Type: typ}, nil
 	case "", session.NetworkingLimited:
 		if have == sandbox.NetworkHost {
-			return nil, BadRequest("field %q: this environment's sandboxes share the host's network (metadata %s = host), which is unrestricted, not limited", n.field("type"), session.MetaNetwork)
+			return nil, badRequest("field %q: this environment's sandboxes share the host's network (metadata %s = host), which is unrestricted, not limited", n.Field("type"), session.MetaNetwork)
 		}
-		hosts, err := n.strings("allowed_hosts")
+		hosts, err := n.Strings("allowed_hosts")
 		if err != nil {
 			return nil, err
 		}
 		if len(hosts) > maxEnvAllowedHosts {
-			return nil, BadRequest("field %q has %d entries; the limit is %d", n.field("allowed_hosts"), len(hosts), maxEnvAllowedHosts)
+			return nil, badRequest("field %q has %d entries; the limit is %d", n.Field("allowed_hosts"), len(hosts), maxEnvAllowedHosts)
 		}
 		parsed, err := egress.ParseHosts(hosts)
 		var he *egress.IndexedHostError
 		if errors.As(err, &he) {
-			return nil, BadRequest("field \"%s[%d]\": %v", n.field("allowed_hosts"), he.Index, he.Err)
+			return nil, badRequest("field \"%s[%d]\": %v", n.Field("allowed_hosts"), he.Index, he.Err)
 		} else if err != nil {
 			return nil, err
 		}
@@ -230,10 +230,10 @@ func (m *managed) checkNetworking(n obj, d envDoc) (*session.Networking, error) 
 		for _, hp := range parsed {
 			out.AllowedHosts = append(out.AllowedHosts, hp.String())
 		}
-		if out.AllowMCPServers, err = n.bool("allow_mcp_servers"); err != nil {
+		if out.AllowMCPServers, err = n.Bool("allow_mcp_servers"); err != nil {
 			return nil, err
 		}
-		if out.AllowPackageManagers, err = n.bool("allow_package_managers"); err != nil {
+		if out.AllowPackageManagers, err = n.Bool("allow_package_managers"); err != nil {
 			return nil, err
 		}
 		if have == sandbox.NetworkNone {
@@ -248,7 +248,7 @@ func (m *managed) checkNetworking(n obj, d envDoc) (*session.Networking, error) 
 		}
 		return out, nil
 	default:
-		return nil, BadRequest("field %q: unknown networking type %q (want %s or %s)", n.field("type"), typ, session.NetworkingUnrestricted, session.NetworkingLimited)
+		return nil, badRequest("field %q: unknown networking type %q (want %s or %s)", n.Field("type"), typ, session.NetworkingUnrestricted, session.NetworkingLimited)
 	}
 }
 

@@ -1,8 +1,11 @@
-package api
+package managed
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/agentkernel/agentkernel/internal/store"
 )
 
 // agentDoc is the stored body of one agent version, in the SDK's response
@@ -42,13 +45,13 @@ func newAgentDoc() agentDoc {
 // applyAgentFields writes the fields present in in onto d: on create d is
 // fresh, on update it is the current version (omitted fields preserved,
 // null clears where the SDK allows it).
-func applyAgentFields(in obj, d *agentDoc, create bool, resolve skillResolver) error {
-	if create || in.has("name") {
-		name, err := in.reqStr("name")
+func applyAgentFields(in Obj, d *agentDoc, create bool, resolve skillResolver) error {
+	if create || in.Has("name") {
+		name, err := in.ReqStr("name")
 		if err != nil {
 			return err
 		}
-		if err := in.limitLen("name", name, maxAgentName); err != nil {
+		if err := in.LimitLen("name", name, maxAgentName); err != nil {
 			return err
 		}
 		d.Name = name
@@ -58,40 +61,40 @@ func applyAgentFields(in obj, d *agentDoc, create bool, resolve skillResolver) e
 		dst *string
 		max int
 	}{{"description", &d.Description, maxAgentDescription}, {"system", &d.System, maxSystemPrompt}} {
-		if !in.has(f.key) {
+		if !in.Has(f.key) {
 			continue
 		}
-		v, err := in.str(f.key)
+		v, err := in.Str(f.key)
 		if err != nil {
 			return err
 		}
-		if err := in.limitLen(f.key, v, f.max); err != nil {
+		if err := in.LimitLen(f.key, v, f.max); err != nil {
 			return err
 		}
 		*f.dst = v
 	}
-	if create || in.has("model") {
+	if create || in.Has("model") {
 		m, err := normalizeModel(in, "model")
 		if err != nil {
 			return err
 		}
 		d.Model = m
 	}
-	if in.has("tools") {
+	if in.Has("tools") {
 		tools, err := normalizeTools(in)
 		if err != nil {
 			return err
 		}
 		d.Tools = tools
 	}
-	if in.has("mcp_servers") {
+	if in.Has("mcp_servers") {
 		servers, err := normalizeMCPServers(in)
 		if err != nil {
 			return err
 		}
 		d.MCPServers = servers
 	}
-	if create || in.has("tools") || in.has("mcp_servers") {
+	if create || in.Has("tools") || in.Has("mcp_servers") {
 		if err := checkMCPRefs(in, d); err != nil {
 			return err
 		}
@@ -99,31 +102,31 @@ func applyAgentFields(in obj, d *agentDoc, create bool, resolve skillResolver) e
 	if err := refuseAgentExtras(in); err != nil {
 		return err
 	}
-	if in.has("skills") {
+	if in.Has("skills") {
 		sk, err := normalizeSkills(in, resolve)
 		if err != nil {
 			return err
 		}
 		d.Skills = sk
 	}
-	if in.has("metadata") {
-		md, err := in.metadataPatch("metadata", d.Metadata, false)
+	if in.Has("metadata") {
+		md, err := in.MetadataPatch("metadata", d.Metadata, false)
 		if err != nil {
 			return err
 		}
 		d.Metadata = md
 	}
-	if in.has("execution_identity") {
+	if in.Has("execution_identity") {
 		d.ExecutionIdentity = defaultExecutionIdentity
-		if ei, ok, err := in.object("execution_identity"); err != nil {
+		if ei, ok, err := in.Object("execution_identity"); err != nil {
 			return err
 		} else if ok {
-			typ, err := ei.reqStr("type")
+			typ, err := ei.ReqStr("type")
 			if err != nil {
 				return err
 			}
 			if typ != "service_account" {
-				return ei.notYet("type", fmt.Sprintf("execution identity %q; every session runs as the daemon's own service account ({\"type\": \"service_account\"})", typ))
+				return ei.NotYet("type", fmt.Sprintf("execution identity %q; every session runs as the daemon's own service account ({\"type\": \"service_account\"})", typ))
 			}
 		}
 	}
@@ -133,60 +136,60 @@ func applyAgentFields(in obj, d *agentDoc, create bool, resolve skillResolver) e
 // refuseAgentExtras refuses the agent fields the SDK defines and the
 // runtime does not act on yet (multiagent); their empty values (what the SDK sends when
 // they are left out, or what clears them) are accepted and stored as such.
-func refuseAgentExtras(in obj) error {
-	return in.notYetUnlessEmpty("multiagent", "sessions run one agent; send null or leave it out")
+func refuseAgentExtras(in Obj) error {
+	return in.NotYetUnlessEmpty("multiagent", "sessions run one agent; send null or leave it out")
 }
 
-func rawObjects(os []obj) json.RawMessage {
+func rawObjects(os []Obj) json.RawMessage {
 	out := make([]map[string]json.RawMessage, len(os))
 	for i, o := range os {
-		out[i] = o.m
+		out[i] = o.Map()
 	}
-	return mustJSON(out)
+	return MustJSON(out)
 }
 
 // normalizeModel accepts a model string or a model_config object and
 // returns the config object ({"id": …, "speed": "standard"}). The options
 // no provider here passes on (fast speed, effort, inference_geo) are
 // refused rather than stored.
-func normalizeModel(in obj, k string) (json.RawMessage, error) {
-	if !in.set(k) {
-		return nil, BadRequest("field %q is required: a model id such as \"claude-sonnet-4-5\" or {\"id\": …}", in.field(k))
+func normalizeModel(in Obj, k string) (json.RawMessage, error) {
+	if !in.Set(k) {
+		return nil, badRequest("field %q is required: a model id such as \"claude-sonnet-4-5\" or {\"id\": …}", in.Field(k))
 	}
 	var id string
-	if json.Unmarshal(in.m[k], &id) == nil {
+	if json.Unmarshal(in.Raw(k), &id) == nil {
 		if id == "" {
-			return nil, BadRequest("field %q must not be empty", in.field(k))
+			return nil, badRequest("field %q must not be empty", in.Field(k))
 		}
-		return mustJSON(map[string]string{"id": id, "speed": "standard"}), nil
+		return MustJSON(map[string]string{"id": id, "speed": "standard"}), nil
 	}
-	cfg, _, err := in.object(k)
+	cfg, _, err := in.Object(k)
 	if err != nil {
-		return nil, BadRequest("field %q must be a model id string or an object with an \"id\"", in.field(k))
+		return nil, badRequest("field %q must be a model id string or an object with an \"id\"", in.Field(k))
 	}
-	if id, err = cfg.reqStr("id"); err != nil {
+	if id, err = cfg.ReqStr("id"); err != nil {
 		return nil, err
 	}
-	speed, err := cfg.str("speed")
+	speed, err := cfg.Str("speed")
 	if err != nil {
 		return nil, err
 	}
 	switch speed {
 	case "", "standard":
 	case "fast":
-		return nil, cfg.notYet("speed", "every model request is sent at standard speed")
+		return nil, cfg.NotYet("speed", "every model request is sent at standard speed")
 	default:
-		return nil, BadRequest("field %q must be standard or fast, got %q", cfg.field("speed"), speed)
+		return nil, badRequest("field %q must be standard or fast, got %q", cfg.Field("speed"), speed)
 	}
-	if cfg.set("effort") {
-		return nil, cfg.notYet("effort", "model requests are sent without an effort level")
+	if cfg.Set("effort") {
+		return nil, cfg.NotYet("effort", "model requests are sent without an effort level")
 	}
-	if cfg.set("inference_geo") {
-		return nil, cfg.notYet("inference_geo", "the provider's default region serves every request")
+	if cfg.Set("inference_geo") {
+		return nil, cfg.NotYet("inference_geo", "the provider's default region serves every request")
 	}
-	cfg.has("effort")
-	cfg.has("inference_geo")
-	return mustJSON(map[string]string{"id": id, "speed": "standard"}), nil
+	cfg.Has("effort")
+	cfg.Has("inference_geo")
+	return MustJSON(map[string]string{"id": id, "speed": "standard"}), nil
 }
 
 // agentJSON is the SDK's BetaManagedAgentsAgent.
@@ -223,4 +226,48 @@ func decodeAgentDoc(b []byte) (agentDoc, error) {
 		return d, fmt.Errorf("stored agent doc: %w", err)
 	}
 	return d, nil
+}
+
+// agentSnapshot renders an agent version as the session's agent field.
+func agentSnapshot(a *store.Agent, d agentDoc) json.RawMessage {
+	return MustJSON(map[string]any{
+		"id": a.ID, "type": agentSnapshotType, "version": a.Version,
+		"name": d.Name, "description": d.Description, "system": d.System, "model": d.Model,
+		"tools": orEmptyArray(d.Tools), "mcp_servers": orEmptyArray(d.MCPServers), "skills": orEmptyArray(d.Skills),
+		"execution_identity": orDefault(d.ExecutionIdentity, defaultExecutionIdentity),
+		"multiagent":         orDefault(d.Multiagent, json.RawMessage(`null`)),
+	})
+}
+
+// agentSnapshotType is the type of a session's agent field.
+const agentSnapshotType = "agent"
+
+// sessionAgent is the session's agent field for agent version a with the
+// session's agent_with_overrides applied (overrides: the override fields,
+// empty when none).
+func (s *Service) sessionAgent(ctx context.Context, tenantID string, a *store.Agent, overrides Obj) (json.RawMessage, error) {
+	ad, err := decodeAgentDoc(a.Doc)
+	if err == nil {
+		err = applyAgentFields(overrides, &ad, false, s.skillsFor(ctx, tenantID))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return agentSnapshot(a, ad), nil
+}
+
+// updateSessionAgentSnapshot applies tools and mcp_servers of ag (the only agent
+// fields the SDK lets a session change) to a session's agent snapshot.
+func updateSessionAgentSnapshot(snapshot json.RawMessage, ag Obj) (json.RawMessage, error) {
+	var snap map[string]json.RawMessage
+	if err := json.Unmarshal(snapshot, &snap); err != nil {
+		return nil, err
+	}
+	ad := newAgentDoc()
+	ad.Tools, ad.MCPServers = snap["tools"], snap["mcp_servers"]
+	if err := applyAgentFields(ag, &ad, false, nil); err != nil {
+		return nil, err
+	}
+	snap["tools"], snap["mcp_servers"] = orEmptyArray(ad.Tools), orEmptyArray(ad.MCPServers)
+	return MustJSON(snap), nil
 }

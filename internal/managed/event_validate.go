@@ -1,6 +1,7 @@
-package api
+package managed
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,15 +32,15 @@ var sdkOnlyEvents = map[string]string{
 // buildEvents validates client events and turns them into events to store,
 // each with its id and the time it was received. sessionID is "" before
 // the session exists (initial_events, where only user.message fits).
-func (m *managed) buildEvents(r *http.Request, sessionID string, in []obj, initial bool) ([]store.NewEvent, error) {
-	now := m.now().Format(time.RFC3339Nano)
+func (s *Service) buildEvents(ctx context.Context, sessionID string, in []Obj, initial bool) ([]store.NewEvent, error) {
+	now := s.clock().Format(time.RFC3339Nano)
 	out := make([]store.NewEvent, 0, len(in))
 	for _, ev := range in {
-		if n := len(mustJSON(ev.m)); n > m.maxEvBy {
-			return nil, Errorf(http.StatusRequestEntityTooLarge, TypeRequestTooLarge,
-				"%s is %d bytes; the limit is %d bytes per event", ev.path, n, m.maxEvBy)
+		if n := len(MustJSON(ev.Map())); n > s.maxEventBytes {
+			return nil, inputErr(http.StatusRequestEntityTooLarge,
+				"%s is %d bytes; the limit is %d bytes per event", ev.Path(), n, s.maxEventBytes)
 		}
-		typ, err := ev.reqStr("type")
+		typ, err := ev.ReqStr("type")
 		if err != nil {
 			return nil, err
 		}
@@ -48,24 +49,24 @@ func (m *managed) buildEvents(r *http.Request, sessionID string, in []obj, initi
 		case typ == EventUserMessage:
 			body, err = userMessage(ev)
 		case initial:
-			err = BadRequest("field %q: initial_events take user.message only, got %q", ev.field("type"), typ)
+			err = badRequest("field %q: initial_events take user.message only, got %q", ev.Field("type"), typ)
 		case typ == EventUserInterrupt:
 			body, err = userInterrupt(ev)
 		case typ == EventUserCustomToolResult:
-			body, err = m.customToolResult(r, sessionID, ev)
+			body, err = s.customToolResult(ctx, sessionID, ev)
 		case typ == EventUserToolConfirmation:
-			body, err = m.toolConfirmation(r, sessionID, ev)
+			body, err = s.toolConfirmation(ctx, sessionID, ev)
 		case sdkOnlyEvents[typ] != "":
-			err = BadRequest("field %q: %s events are not accepted: %s", ev.field("type"), typ, sdkOnlyEvents[typ])
+			err = badRequest("field %q: %s events are not accepted: %s", ev.Field("type"), typ, sdkOnlyEvents[typ])
 		default:
-			err = BadRequest("field %q: unknown event type %q (want user.message, user.interrupt, user.custom_tool_result or user.tool_confirmation)", ev.field("type"), typ)
+			err = badRequest("field %q: unknown event type %q (want user.message, user.interrupt, user.custom_tool_result or user.tool_confirmation)", ev.Field("type"), typ)
 		}
 		if err != nil {
 			return nil, err
 		}
 		id := ids.New("sevt")
 		body["id"], body["type"], body["processed_at"] = id, typ, now
-		out = append(out, store.NewEvent{ID: id, Type: typ, Data: mustJSON(body)})
+		out = append(out, store.NewEvent{ID: id, Type: typ, Data: MustJSON(body)})
 	}
 	return out, nil
 }
@@ -73,39 +74,39 @@ func (m *managed) buildEvents(r *http.Request, sessionID string, in []obj, initi
 // contentBlocks validates a content array of text blocks. The other block
 // types the SDK defines for the field (known) are refused as not supported
 // yet: the conversation passes text only, so an image would be dropped.
-func contentBlocks(ev obj, k string, required bool, known ...string) ([]map[string]json.RawMessage, error) {
-	blocks, err := ev.objects(k)
+func contentBlocks(ev Obj, k string, required bool, known ...string) ([]map[string]json.RawMessage, error) {
+	blocks, err := ev.Objects(k)
 	if err != nil {
 		return nil, err
 	}
 	if required && len(blocks) == 0 {
-		return nil, BadRequest("field %q is required: an array of content blocks such as {\"type\": \"text\", \"text\": \"…\"}", ev.field(k))
+		return nil, badRequest("field %q is required: an array of content blocks such as {\"type\": \"text\", \"text\": \"…\"}", ev.Field(k))
 	}
 	out := make([]map[string]json.RawMessage, 0, len(blocks))
 	for _, b := range blocks {
-		typ, err := b.reqStr("type")
+		typ, err := b.ReqStr("type")
 		if err != nil {
 			return nil, err
 		}
 		switch {
 		case typ == "text":
 		case slices.Contains(known, typ):
-			return nil, b.notYet("type", fmt.Sprintf("%s content blocks; agentkernel passes text blocks only", typ))
+			return nil, b.NotYet("type", fmt.Sprintf("%s content blocks; agentkernel passes text blocks only", typ))
 		default:
-			return nil, BadRequest("field %q: unknown content block type %q (want text)", b.field("type"), typ)
+			return nil, badRequest("field %q: unknown content block type %q (want text)", b.Field("type"), typ)
 		}
-		if !b.set("text") {
-			return nil, BadRequest("field %q is required", b.field("text"))
+		if !b.Set("text") {
+			return nil, badRequest("field %q is required", b.Field("text"))
 		}
-		if _, err := b.str("text"); err != nil {
+		if _, err := b.Str("text"); err != nil {
 			return nil, err
 		}
-		out = append(out, b.m)
+		out = append(out, b.Map())
 	}
 	return out, nil
 }
 
-func userMessage(ev obj) (map[string]any, error) {
+func userMessage(ev Obj) (map[string]any, error) {
 	content, err := contentBlocks(ev, "content", true, "image", "document", "redacted")
 	if err != nil {
 		return nil, err
@@ -115,57 +116,57 @@ func userMessage(ev obj) (map[string]any, error) {
 
 // userInterrupt interrupts the session's turn. Threads exist only with
 // multiple agents, which agentkernel does not run.
-func userInterrupt(ev obj) (map[string]any, error) {
-	t, err := ev.str("session_thread_id")
+func userInterrupt(ev Obj) (map[string]any, error) {
+	t, err := ev.Str("session_thread_id")
 	if err != nil {
 		return nil, err
 	}
 	if t != "" {
-		return nil, ev.notYet("session_thread_id", "a session runs one agent in one thread; interrupt the session itself")
+		return nil, ev.NotYet("session_thread_id", "a session runs one agent in one thread; interrupt the session itself")
 	}
 	return map[string]any{}, nil
 }
 
-func (m *managed) customToolResult(r *http.Request, sessionID string, ev obj) (map[string]any, error) {
-	useID, err := ev.reqStr("custom_tool_use_id")
+func (s *Service) customToolResult(ctx context.Context, sessionID string, ev Obj) (map[string]any, error) {
+	useID, err := ev.ReqStr("custom_tool_use_id")
 	if err != nil {
 		return nil, err
 	}
-	if err := m.referencedEvent(r, sessionID, ev, "custom_tool_use_id", useID, "agent.custom_tool_use"); err != nil {
+	if err := s.referencedEvent(ctx, sessionID, ev, "custom_tool_use_id", useID, "agent.custom_tool_use"); err != nil {
 		return nil, err
 	}
 	content, err := contentBlocks(ev, "content", false, "image", "document", "search_result")
 	if err != nil {
 		return nil, err
 	}
-	isErr, err := ev.bool("is_error")
+	isErr, err := ev.Bool("is_error")
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"custom_tool_use_id": useID, "content": content, "is_error": isErr}, nil
 }
 
-func (m *managed) toolConfirmation(r *http.Request, sessionID string, ev obj) (map[string]any, error) {
-	useID, err := ev.reqStr("tool_use_id")
+func (s *Service) toolConfirmation(ctx context.Context, sessionID string, ev Obj) (map[string]any, error) {
+	useID, err := ev.ReqStr("tool_use_id")
 	if err != nil {
 		return nil, err
 	}
-	if err := m.referencedEvent(r, sessionID, ev, "tool_use_id", useID, "agent.tool_use", "agent.mcp_tool_use"); err != nil {
+	if err := s.referencedEvent(ctx, sessionID, ev, "tool_use_id", useID, "agent.tool_use", "agent.mcp_tool_use"); err != nil {
 		return nil, err
 	}
-	result, err := ev.reqStr("result")
+	result, err := ev.ReqStr("result")
 	if err != nil {
 		return nil, err
 	}
 	if result != "allow" && result != "deny" {
-		return nil, BadRequest("field %q must be allow or deny, got %q", ev.field("result"), result)
+		return nil, badRequest("field %q must be allow or deny, got %q", ev.Field("result"), result)
 	}
 	body := map[string]any{"tool_use_id": useID, "result": result}
-	if ev.set("deny_message") {
+	if ev.Set("deny_message") {
 		if result != "deny" {
-			return nil, BadRequest("field %q is only allowed when result is deny", ev.field("deny_message"))
+			return nil, badRequest("field %q is only allowed when result is deny", ev.Field("deny_message"))
 		}
-		msg, err := ev.str("deny_message")
+		msg, err := ev.Str("deny_message")
 		if err != nil {
 			return nil, err
 		}
@@ -176,10 +177,10 @@ func (m *managed) toolConfirmation(r *http.Request, sessionID string, ev obj) (m
 
 // referencedEvent checks that id names an event of one of types in the
 // session, so a result for a tool call that never happened fails here.
-func (m *managed) referencedEvent(r *http.Request, sessionID string, ev obj, field, id string, types ...string) error {
-	e, err := m.st.GetEvent(r.Context(), sessionID, id)
+func (s *Service) referencedEvent(ctx context.Context, sessionID string, ev Obj, field, id string, types ...string) error {
+	e, err := s.st.GetEvent(ctx, sessionID, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return BadRequest("field %q: session %s has no event %q", ev.field(field), sessionID, id)
+		return badRequest("field %q: session %s has no event %q", ev.Field(field), sessionID, id)
 	}
 	if err != nil {
 		return err
@@ -189,5 +190,5 @@ func (m *managed) referencedEvent(r *http.Request, sessionID string, ev obj, fie
 			return nil
 		}
 	}
-	return BadRequest("field %q: event %q is a %s, not %s", ev.field(field), id, e.Type, fmt.Sprint(types))
+	return badRequest("field %q: event %q is a %s, not %s", ev.Field(field), id, e.Type, fmt.Sprint(types))
 }
