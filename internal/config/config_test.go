@@ -100,6 +100,9 @@ func TestValidationNamesTheField(t *testing.T) {
 		{file: "[store]\nengin = \"x\"\n", want: []string{"unknown key", "store.engin"}},
 		{file: "listen = \n", want: []string{"line 1"}},
 		{file: "[resources]\ngit_internal_hosts = [\"git.internal\", \"http://10.0.0.5/\"]\n", want: []string{"resources.git_internal_hosts[1]", "not a host"}},
+		{file: "[models.\"gw-*\"]\nprovider = \"openai\"\nidempotency_header = \"Idempotency Key\"\n", want: []string{`models."gw-*".idempotency_header`, "not an HTTP header name"}},
+		{file: "[models.\"gw-*\"]\nprovider = \"anthropic\"\nidempotency_header = \"x-api-key\"\n", want: []string{`models."gw-*".idempotency_header`, "sets itself"}},
+		{file: "[models.\"s\"]\nprovider = \"scripted\"\nfile = \"t.yaml\"\nidempotency_header = \"Idempotency-Key\"\n", want: []string{`models."s".idempotency_header`, "no HTTP request"}},
 	}
 	for _, c := range cases {
 		var flags Flags

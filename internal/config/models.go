@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"strings"
+
+	"github.com/agentkernel/agentkernel/internal/model"
 )
 
 // Model providers a [models] entry may name.
@@ -36,6 +38,13 @@ type ModelConfig struct {
 	Model string `toml:"model"`
 	// MaxTokens bounds one model response (default 8192).
 	MaxTokens int64 `toml:"max_tokens"`
+	// IdempotencyHeader names the request header an upstream in front of
+	// the provider (a gateway, a proxy) dedupes requests on; every model
+	// request then carries its op id there, the same id when recovery
+	// resends a request a crash cut off. Neither the Messages API nor chat
+	// completions document such a header, so it is empty (nothing sent)
+	// unless the operator names one.
+	IdempotencyHeader string `toml:"idempotency_header"`
 }
 
 // validateModels checks [models].
@@ -55,6 +64,11 @@ func (c *Config) validateModels() []error {
 			}
 		default:
 			errs = append(errs, &FieldError{Field: f("provider"), Value: m.Provider, Accepted: `"anthropic", "openai" or "scripted"`, Reason: "unknown provider"})
+		}
+		if err := model.ValidIdempotencyHeader(m.IdempotencyHeader); err != nil {
+			errs = append(errs, &FieldError{Field: f("idempotency_header"), Value: m.IdempotencyHeader, Accepted: "an HTTP header name, e.g. \"Idempotency-Key\"", Reason: err.Error()})
+		} else if m.IdempotencyHeader != "" && m.Provider == ProviderScripted {
+			errs = append(errs, &FieldError{Field: f("idempotency_header"), Value: m.IdempotencyHeader, Accepted: `empty for provider = "scripted"`, Reason: "the scripted provider makes no HTTP request"})
 		}
 		if m.MaxTokens < 0 {
 			errs = append(errs, &FieldError{Field: f("max_tokens"), Value: fmt.Sprint(m.MaxTokens), Accepted: "0 (default) or a positive number", Reason: "negative"})

@@ -1,8 +1,8 @@
 package journal
 
-// The op kinds: every side effect a turn journals. Adding one means adding
-// it to Kinds and its rule to RecoveryRules (kinds_test.go fails
-// otherwise), answering seed 003's authoring checklist: what makes two
+// The op kinds: every side effect the daemon journals for a session.
+// Adding one means adding it to Kinds, its rule to Decide and its words to
+// RecoveryRules (kinds_test.go fails otherwise), answering seed 003's authoring checklist: what makes two
 // attempts the same op, what recovery does if the process dies between the
 // call and its result, whether the upstream dedupes, and what the agent
 // sees when the answer is "we don't know".
@@ -11,8 +11,9 @@ const (
 	KindModelRequest = "model_request"
 	// KindToolExec is one tool call executed in the sandbox by the guest.
 	KindToolExec = "tool_exec"
-	// KindOutboundCall is one HTTP call to a third party made on the
-	// agent's behalf (vault-bearing or paid APIs, webhooks).
+	// KindOutboundCall is one call to a third party the daemon makes on a
+	// session's behalf: the clone of a github_repository resource today;
+	// webhooks when they come.
 	KindOutboundCall = "outbound_call"
 	// KindMCPCall is one tools/call to an agent's MCP server.
 	KindMCPCall = "mcp_call"
@@ -21,23 +22,25 @@ const (
 // Kinds lists every op kind; OpID refuses any other.
 var Kinds = []string{KindModelRequest, KindToolExec, KindOutboundCall, KindMCPCall}
 
-// RecoveryRules says, per kind, what recovery does with an op it finds in
-// the journal. For every kind: op_completed → the recorded result is
-// replayed, never re-run.
+// RecoveryRules says in words what Decide does, per kind (Decide is the
+// rule; kinds_test.go checks both cover every kind). For every kind:
+// op_completed → the recorded result is replayed, never re-run.
 var RecoveryRules = map[string]string{
 	KindModelRequest: "completed: replay the recorded response. " +
-		"Started, not completed: continue from the partial output cached in the stream chunks " +
-		"(assistant prefill), never a blind re-issue; the op id goes to providers that take an " +
-		"idempotency key.",
+		"Started, not completed: with the provider's idempotency_header set, resend the same request " +
+		"under the same key (the op id) and let the upstream collapse the duplicate; without one, " +
+		"continue from the partial output cached in the stream chunks (assistant prefill). " +
+		"Either way a block already delivered is not delivered again.",
 	KindToolExec: "completed: replay the recorded tool_result. " +
 		"Started, not completed: ask the guest (GET /ops/{op_id}): finished → read its result.json; " +
 		"unknown (never accepted) → run it; running → reattach and wait; accepted_gone (accepted, " +
 		"not running, no result) → ambiguous: a tool_result error \"operation <op_id> may have " +
 		"executed; verify before retrying\". Never a silent re-run.",
 	KindOutboundCall: "completed: replay the recorded response. " +
-		"Started, not completed: if the upstream takes an idempotency key, resend with the op id " +
-		"as the key and let it collapse the duplicate; otherwise ambiguous: surface \"operation " +
-		"<op_id> may have executed; verify before retrying\" to the agent. Never a silent re-run.",
+		"Started, not completed: a call that only reads (a git clone) is redone into a fresh " +
+		"directory; one whose upstream takes an idempotency key is resent with the op id as the key; " +
+		"otherwise ambiguous: surface \"operation <op_id> may have executed; verify before retrying\" " +
+		"to the agent. Never a silent re-run.",
 	KindMCPCall: "completed: replay the recorded mcp_tool_result. " +
 		"Started, not completed: MCP has no idempotency key and the server keeps no record the " +
 		"daemon can ask, so the call is ambiguous: an mcp_tool_result error \"operation <op_id> " +

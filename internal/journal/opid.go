@@ -10,7 +10,7 @@ import (
 )
 
 // ErrUnknownKind: OpID was asked for a kind not in Kinds. A new kind must
-// be listed there, with its recovery rule in RecoveryRules, before it can
+// be listed there, with its recovery rule in Decide and RecoveryRules, before it can
 // be journalled.
 var ErrUnknownKind = errors.New("unknown op kind")
 

@@ -19,11 +19,16 @@ type AnthropicConfig struct {
 	HTTPClient *http.Client
 	// MaxRetries overrides the SDK's retry count (-1 keeps the default).
 	MaxRetries int
+	// IdempotencyHeader, when set, is the request header that carries
+	// Request.IdempotencyKey. The Messages API documents none; a gateway
+	// in front of it may (its name is the operator's to give).
+	IdempotencyHeader string
 }
 
 // Anthropic streams the Messages API through anthropic-sdk-go.
 type Anthropic struct {
-	client anthropic.Client
+	client    anthropic.Client
+	keyHeader string
 }
 
 // NewAnthropic builds the provider.
@@ -43,7 +48,7 @@ func NewAnthropic(cfg AnthropicConfig) *Anthropic {
 	if cfg.MaxRetries > 0 {
 		opts = append(opts, option.WithMaxRetries(cfg.MaxRetries))
 	}
-	return &Anthropic{client: anthropic.NewClient(opts...)}
+	return &Anthropic{client: anthropic.NewClient(opts...), keyHeader: cfg.IdempotencyHeader}
 }
 
 // Stream implements Provider.
@@ -52,7 +57,11 @@ func (a *Anthropic) Stream(ctx context.Context, req *Request, onBlock OnBlock) (
 	if err != nil {
 		return nil, err
 	}
-	stream := a.client.Messages.NewStreaming(ctx, params)
+	var opts []option.RequestOption
+	if a.keyHeader != "" && req.IdempotencyKey != "" {
+		opts = append(opts, option.WithHeader(a.keyHeader, req.IdempotencyKey))
+	}
+	stream := a.client.Messages.NewStreaming(ctx, params, opts...)
 	defer stream.Close()
 	var msg anthropic.Message
 	for stream.Next() {

@@ -89,6 +89,11 @@ type Request struct {
 	Messages  []Message
 	Tools     []Tool
 	MaxTokens int64
+	// IdempotencyKey is the op id of the request (seed 003): a provider
+	// configured with an idempotency header sends it there, so the resend
+	// of a request a crash cut off is the same request to the upstream.
+	// The same op always carries the same key.
+	IdempotencyKey string
 }
 
 // Usage counts the tokens of one call.

@@ -19,11 +19,16 @@ type OpenAIConfig struct {
 	APIKey     string
 	BaseURL    string
 	HTTPClient *http.Client
+	// IdempotencyHeader, when set, is the request header that carries
+	// Request.IdempotencyKey. Chat completions document none; a gateway
+	// in front of the server may.
+	IdempotencyHeader string
 }
 
 // OpenAI streams chat completions through openai-go.
 type OpenAI struct {
-	client openai.Client
+	client    openai.Client
+	keyHeader string
 }
 
 // NewOpenAI builds the provider.
@@ -41,7 +46,7 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &OpenAI{client: openai.NewClient(opts...)}
+	return &OpenAI{client: openai.NewClient(opts...), keyHeader: cfg.IdempotencyHeader}
 }
 
 // Stream implements Provider. Chat completions stream text and tool-call
@@ -51,7 +56,11 @@ func (o *OpenAI) Stream(ctx context.Context, req *Request, onBlock OnBlock) (*Re
 	if err != nil {
 		return nil, err
 	}
-	stream := o.client.Chat.Completions.NewStreaming(ctx, params)
+	var opts []option.RequestOption
+	if o.keyHeader != "" && req.IdempotencyKey != "" {
+		opts = append(opts, option.WithHeader(o.keyHeader, req.IdempotencyKey))
+	}
+	stream := o.client.Chat.Completions.NewStreaming(ctx, params, opts...)
 	defer stream.Close()
 	var (
 		text   strings.Builder

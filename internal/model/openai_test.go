@@ -27,6 +27,7 @@ func fakeChat(t *testing.T, chunks []string) (*httptest.Server, *[]map[string]an
 		var body map[string]any
 		_ = json.Unmarshal(raw, &body)
 		body["_auth"] = r.Header.Get("Authorization")
+		body["_header"] = r.Header.Clone()
 		mu.Lock()
 		got = append(got, body)
 		mu.Unlock()

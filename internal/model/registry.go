@@ -28,6 +28,10 @@ type Route struct {
 	// Model overrides the model name sent to the provider.
 	Model     string
 	MaxTokens int64
+	// IdempotencyHeader names the header an anthropic or openai upstream
+	// (a gateway, a proxy) dedupes requests on; every request then carries
+	// its op id there. Empty: no key is sent.
+	IdempotencyHeader string
 }
 
 // RegistryConfig configures a Registry.
@@ -83,6 +87,9 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 		case ProviderAnthropic, ProviderOpenAI, ProviderScripted:
 		default:
 			return nil, fmt.Errorf("%w: models.%q.provider = %q (accepted: %q, %q or %q)", ErrNoProvider, r.Pattern, r.Provider, ProviderAnthropic, ProviderOpenAI, ProviderScripted)
+		}
+		if err := checkIdempotencyHeader(r); err != nil {
+			return nil, err
 		}
 		if r.Pattern == DefaultRoute.Pattern {
 			hasClaude = true
@@ -161,11 +168,13 @@ func (r *Registry) build(rt Route) (Provider, error) {
 		return NewAnthropic(AnthropicConfig{
 			APIKey: key, AuthToken: r.env["ANTHROPIC_AUTH_TOKEN"],
 			BaseURL: firstNonEmpty(rt.BaseURL, r.env["ANTHROPIC_BASE_URL"]), HTTPClient: r.cfg.HTTPClient,
+			IdempotencyHeader: rt.IdempotencyHeader,
 		}), nil
 	case ProviderOpenAI:
 		return NewOpenAI(OpenAIConfig{
 			APIKey:  firstNonEmpty(key, r.env["OPENAI_API_KEY"]),
 			BaseURL: firstNonEmpty(rt.BaseURL, r.env["OPENAI_BASE_URL"]), HTTPClient: r.cfg.HTTPClient,
+			IdempotencyHeader: rt.IdempotencyHeader,
 		}), nil
 	case ProviderScripted:
 		return LoadScript(rt.File)

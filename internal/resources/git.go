@@ -28,7 +28,9 @@ import (
 // daemon's that the sandbox never sees, and copies it into the sandbox
 // through the guest. A copy the sandbox already has (its workspace
 // survived hibernation) is kept: it is the agent's working copy now.
-func (s *Service) placeRepo(ctx context.Context, c *guest.Client, l layout, r *store.SessionResource) error {
+// The clone is a journalled outbound call of the session, one per
+// sandbox instance (see journalledClone).
+func (s *Service) placeRepo(ctx context.Context, c *guest.Client, l layout, sessionID, instance string, r *store.SessionResource) error {
 	if _, err := c.Stat(ctx, r.MountPath); err == nil {
 		return nil
 	} else if !guest.IsNotFound(err) {
@@ -43,12 +45,11 @@ func (s *Service) placeRepo(ctx context.Context, c *guest.Client, l layout, r *s
 		return err
 	}
 	dir := filepath.Join(l.git(), r.ID)
-	_ = os.RemoveAll(dir)
 	if err := os.MkdirAll(l.git(), 0o700); err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if err := s.clone(ctx, d, token, dir); err != nil {
+	if err := s.journalledClone(ctx, sessionID, instance, r, d, token, dir); err != nil {
 		return fmt.Errorf("repository resource %s (%s): %w", r.ID, d.URL, err)
 	}
 	// The archive goes where the sandbox can read it but not write it, and

@@ -151,7 +151,7 @@ func (s *Service) guestWork(ctx context.Context, sess *store.ManagedSession, san
 			case KindFile:
 				err = s.link(ctx, c, r)
 			case KindGitHub:
-				err = s.placeRepo(ctx, c, l, r)
+				err = s.placeRepo(ctx, c, l, sess.ID, st.Instance, r)
 				st.Done[r.ID] = doneEntry{Kind: r.Kind, MountPath: r.MountPath}
 			}
 			if err != nil {

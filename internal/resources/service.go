@@ -16,9 +16,12 @@ import (
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
-// Store is what the resources layer keeps and reads.
+// Store is what the resources layer keeps and reads. Clones of
+// repositories go through the op journal.
 type Store interface {
 	store.SessionResourceStore
+	StartOp(ctx context.Context, op *store.Op) (*store.Op, error)
+	CompleteOp(ctx context.Context, sessionID, opID string, result json.RawMessage) (*store.Op, error)
 	GetManagedSession(ctx context.Context, id string) (*store.ManagedSession, error)
 	GetSandbox(ctx context.Context, id string) (*store.Sandbox, error)
 }
@@ -45,7 +48,9 @@ type Config struct {
 	}
 	// MaxOutputBytes bounds one collected output file (default 1 GiB).
 	MaxOutputBytes int64
-	Log            *slog.Logger
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	Log *slog.Logger
 	// Failpoint, when set, is called at the named points (Fail*)
 	// (crash tests hang the process there to SIGKILL it).
 	Failpoint func(name string)
@@ -84,6 +89,9 @@ func New(c Config) *Service {
 	}
 	if c.Git == "" {
 		c.Git = "git"
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	if c.MaxOutputBytes <= 0 {
 		c.MaxOutputBytes = 1 << 30

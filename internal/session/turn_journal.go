@@ -51,14 +51,22 @@ func (w *worker) journalledTool(ctx context.Context, ts *turnState, cl *call, st
 		TurnSeq: ts.turnSeq, Step: step, Index: cl.index, Args: args, Status: store.OpStarted, StartedAt: r.cfg.Clock.Now()})
 	var res *guest.ToolResult
 	switch {
-	case errors.Is(err, store.ErrAlreadyExists) && op != nil && op.Status == store.OpCompleted:
-		var rec guest.ToolResult
-		if err := json.Unmarshal(op.Result, &rec); err != nil {
-			return nil, fmt.Errorf("op %s: recorded result: %w", opID, err)
+	case errors.Is(err, store.ErrAlreadyExists) && op != nil:
+		act, derr := journal.Decide(op.Kind, journal.State{Completed: op.Status == store.OpCompleted})
+		switch {
+		case derr != nil:
+			return nil, derr
+		case act == journal.Replay:
+			var rec guest.ToolResult
+			if err := json.Unmarshal(op.Result, &rec); err != nil {
+				return nil, fmt.Errorf("op %s: recorded result: %w", opID, err)
+			}
+			return &rec, nil
+		case act == journal.AskGuest:
+			res, err = w.recoverTool(ctx, ts, cl, sbID, opID)
+		default:
+			return nil, fmt.Errorf("op %s: no tool call recovery for %q", opID, act)
 		}
-		return &rec, nil
-	case errors.Is(err, store.ErrAlreadyExists):
-		res, err = w.recoverTool(ctx, ts, cl, sbID, opID)
 	case err != nil:
 		return nil, fmt.Errorf("journal the tool call: %w", err)
 	default:

@@ -173,16 +173,24 @@ func (w *worker) runMCP(ctx context.Context, ts *turnState, cl *call, step int64
 	op, err := r.cfg.Store.StartOp(ctx, &store.Op{ID: opID, SessionID: w.id, Kind: journal.KindMCPCall,
 		TurnSeq: ts.turnSeq, Step: step, Index: cl.index, Args: args, Status: store.OpStarted, StartedAt: r.cfg.Clock.Now()})
 	switch {
-	case errors.Is(err, store.ErrAlreadyExists) && op != nil && op.Status == store.OpCompleted:
-		var rec mcp.Result
-		if err := json.Unmarshal(op.Result, &rec); err != nil {
-			return nil, fmt.Errorf("op %s: recorded result: %w", opID, err)
+	case errors.Is(err, store.ErrAlreadyExists) && op != nil:
+		act, derr := journal.Decide(op.Kind, journal.State{Completed: op.Status == store.OpCompleted})
+		switch {
+		case derr != nil:
+			return nil, derr
+		case act == journal.Replay:
+			var rec mcp.Result
+			if err := json.Unmarshal(op.Result, &rec); err != nil {
+				return nil, fmt.Errorf("op %s: recorded result: %w", opID, err)
+			}
+			return &rec, nil
+		case act == journal.ReportAmbiguous:
+			r.log.WarnContext(ctx, "MCP call outcome unknown", "session", w.id, "op_id", opID, "mcp_server", cl.server, "tool", cl.tool)
+			a := ambiguousResult(opID)
+			return w.completeMCP(ctx, opID, mcp.TextResult(a.Content, true))
+		default:
+			return nil, fmt.Errorf("op %s: no MCP call recovery for %q", opID, act)
 		}
-		return &rec, nil
-	case errors.Is(err, store.ErrAlreadyExists):
-		r.log.WarnContext(ctx, "MCP call outcome unknown", "session", w.id, "op_id", opID, "mcp_server", cl.server, "tool", cl.tool)
-		a := ambiguousResult(opID)
-		return w.completeMCP(ctx, opID, mcp.TextResult(a.Content, true))
 	case err != nil:
 		return nil, fmt.Errorf("journal the MCP call: %w", err)
 	}

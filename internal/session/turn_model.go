@@ -72,7 +72,7 @@ func (w *worker) loop(ctx context.Context, ts *turnState) (map[string]any, error
 		ts.step = step
 		req := &model.Request{Model: prov.Model, MaxTokens: prov.MaxTokens, System: system,
 			Messages: w.conv.messages(), Tools: ts.tools.Tools}
-		resp, err := w.modelCall(ctx, ts, prov.Provider, req, step)
+		resp, err := w.modelCall(ctx, ts, prov, req, step)
 		if err != nil {
 			return nil, err
 		}
@@ -125,9 +125,13 @@ func (w *worker) replayStep(ctx context.Context, ts *turnState, step int64) (*mo
 	if err != nil {
 		return nil, false, fmt.Errorf("read the op journal: %w", err)
 	}
+	act, err := journal.Decide(op.Kind, journal.State{Completed: op.Status == store.OpCompleted})
+	if err != nil {
+		return nil, false, err
+	}
 	var resp *model.Response
 	switch {
-	case op.Status == store.OpCompleted:
+	case act == journal.Replay:
 		var res modelResult
 		if err := json.Unmarshal(op.Result, &res); err != nil {
 			return nil, false, fmt.Errorf("op %s: recorded result: %w", opID, err)
@@ -141,6 +145,8 @@ func (w *worker) replayStep(ctx context.Context, ts *turnState, step int64) (*mo
 			return nil, false, err
 		}
 	default:
+		// Resend or Continue: modelCall decides again, knowing the
+		// provider.
 		return nil, false, nil
 	}
 	return resp, true, w.closeSpan(ctx, ts, resp, nil)
@@ -179,32 +185,50 @@ type modelResult struct {
 // modelCall makes the step's model request as a journalled op (seed 003):
 // op_started before the request; each content block appended as an agent
 // event the moment it is complete, and as a stream chunk; op_completed
-// with the response. Found in the journal, a completed request is replayed
-// from its record, and a started one goes on from what it delivered: its
-// tool uses run as they are, else its blocks are the assistant prefill of
-// a new request whose repeats of them are not delivered again.
-func (w *worker) modelCall(ctx context.Context, ts *turnState, p model.Provider, req *model.Request, step int64) (*model.Response, error) {
+// with the response. The op id goes with the request as its idempotency
+// key (sent where the provider's route names an idempotency header).
+// Found in the journal, the op is decided by journal.Decide: a completed
+// request is replayed from its record; a started one is resent as it was,
+// under the same key, when the upstream dedupes on it, else it goes on
+// from what it delivered — its blocks are the assistant prefill of a new
+// request. Either way blocks already delivered are not delivered again.
+func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resolved, req *model.Request, step int64) (*model.Response, error) {
 	r := w.r
+	p := prov.Provider
 	opID, err := journal.OpID(journal.KindModelRequest, map[string]any{"model": req.Model}, ts.turnSeq, step, 0)
 	if err != nil {
 		return nil, err
 	}
+	req.IdempotencyKey = opID
 	args, _ := json.Marshal(map[string]any{"model": req.Model})
 	op, err := r.cfg.Store.StartOp(ctx, &store.Op{ID: opID, SessionID: w.id, Kind: journal.KindModelRequest,
 		TurnSeq: ts.turnSeq, Step: step, Args: args, Status: store.OpStarted, StartedAt: r.cfg.Clock.Now()})
-	resumed := false
+	resumed, resend := false, false
 	switch {
-	case errors.Is(err, store.ErrAlreadyExists) && op != nil && op.Status == store.OpCompleted:
-		// Only a step replayStep already took can get here twice.
-		var res modelResult
-		if err := json.Unmarshal(op.Result, &res); err != nil {
-			return nil, fmt.Errorf("op %s: recorded result: %w", opID, err)
-		}
-		resp := &model.Response{Content: res.Content, StopReason: res.StopReason}
-		return resp, w.closeSpan(ctx, ts, resp, nil)
 	case errors.Is(err, store.ErrAlreadyExists) && op != nil:
-		resumed = true
-		trimPrefill(req)
+		act, derr := journal.Decide(op.Kind, journal.State{Completed: op.Status == store.OpCompleted,
+			Keyed: prov.Route.IdempotencyHeader != ""})
+		if derr != nil {
+			return nil, derr
+		}
+		switch act {
+		case journal.Replay:
+			// Only a step replayStep already took can get here twice.
+			var res modelResult
+			if err := json.Unmarshal(op.Result, &res); err != nil {
+				return nil, fmt.Errorf("op %s: recorded result: %w", opID, err)
+			}
+			resp := &model.Response{Content: res.Content, StopReason: res.StopReason}
+			return resp, w.closeSpan(ctx, ts, resp, nil)
+		case journal.Resend:
+			resumed, resend = true, true
+			dropPrefill(req)
+		case journal.Continue:
+			resumed = true
+			trimPrefill(req)
+		default:
+			return nil, fmt.Errorf("op %s: no model request recovery for %q", opID, act)
+		}
 	case err != nil:
 		return nil, fmt.Errorf("journal the model request: %w", err)
 	}
@@ -226,6 +250,12 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, p model.Provider,
 	var partial []model.Block
 	if resumed {
 		partial = w.stepBlocks(ctx, ts, step)
+	}
+	// A resent request is answered whole: its response replaces, not
+	// extends, what the cut-off one delivered.
+	prefix := partial
+	if resend {
+		prefix = nil
 	}
 	chunkSeq := int64(len(partial))
 	onBlock := func(b model.Block) error {
@@ -269,7 +299,7 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, p model.Provider,
 	}
 	ts.usage = ts.usage.Add(usage)
 	if err == nil {
-		resp.Content = append(partial, resp.Content...)
+		resp.Content = append(prefix, resp.Content...)
 		if cerr := w.completeModelOp(ctx, opID, resp); cerr != nil {
 			err = cerr
 		}
@@ -338,6 +368,15 @@ func (w *worker) stepBlocks(ctx context.Context, ts *turnState, step int64) []mo
 		}
 	}
 	return out
+}
+
+// dropPrefill makes a resent request the request that was cut off: the
+// blocks it delivered (the conversation's trailing assistant message) are
+// its answer's, not part of what was asked.
+func dropPrefill(req *model.Request) {
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == model.RoleAssistant {
+		req.Messages = req.Messages[:n-1]
+	}
 }
 
 // trimPrefill: the Messages API refuses a final assistant message that

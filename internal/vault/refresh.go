@@ -92,6 +92,19 @@ type refreshed struct {
 // and stores it (with the new expiry and a rotated refresh token). Callers
 // of one credential share one exchange. Unless force, a credential another
 // caller refreshed meanwhile is returned as it is.
+//
+// The exchange is not an op in a session's journal: it is made for the
+// credential, which every session holding its vault shares (one exchange
+// serves them all, and the API's validate makes it too), and its result
+// is written to the credential, not to any session. With refresh-token
+// rotation it is not idempotent, and a crash between the token endpoint's
+// answer and storeTokens loses the rotated token whatever comes next. The
+// next use exchanges the stored refresh token again; an endpoint that
+// retired it answers invalid_grant, which is RefreshFailed ("update the
+// credential's refresh token or authorize again") and, for a session,
+// mcp_authentication_failed_error: the loss is reported, never hidden. (An
+// endpoint with reuse detection may revoke the token family then; the
+// family was already lost to the daemon.)
 func (s *Service) Refresh(ctx context.Context, credentialID string, force bool) (*store.VaultCredential, Secrets, error) {
 	v, err, _ := s.refreshing.Do(credentialID, func() (any, error) {
 		// The shared exchange must not die with the first caller's request.

@@ -32,6 +32,10 @@ type Turn struct {
 	// Hang streams the start of the text and then blocks until the client
 	// goes away (an interrupted stream).
 	Hang bool
+	// HangAfter streams every block whole and then blocks until the
+	// client goes away, before the message ends (a stream cut off after
+	// it delivered its blocks).
+	HangAfter bool
 	// Status, when not 0, answers with this HTTP error instead.
 	Status       int
 	InputTokens  int64
@@ -64,6 +68,8 @@ type Request struct {
 	Tools    []json.RawMessage `json:"tools,omitempty"`
 	Stream   bool              `json:"stream"`
 	APIKey   string            `json:"-"`
+	// Header is the request's HTTP header.
+	Header http.Header `json:"-"`
 }
 
 // Blocks returns the content blocks of message i (a string content is one
@@ -120,7 +126,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	requests []Request
-	// Hanging receives a value each time a Hang turn is blocked.
+	// Hanging receives a value each time a Hang or HangAfter turn is
+	// blocked.
 	Hanging chan struct{}
 }
 
@@ -165,6 +172,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.APIKey = r.Header.Get("X-Api-Key")
+	req.Header = r.Header.Clone()
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
@@ -237,6 +245,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(input[half:])}})
 		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
 		idx++
+	}
+	if turn.HangAfter {
+		select {
+		case s.Hanging <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done()
+		return
 	}
 	stop := turn.StopReason
 	if stop == "" {

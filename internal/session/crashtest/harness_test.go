@@ -76,8 +76,8 @@ type node struct {
 }
 
 // newNode writes the configuration (the anthropic provider pointed at the
-// fake model, the engine) into a fresh home.
-func newNode(t *testing.T, engine, modelURL string) *node {
+// fake model, the engine, any extra TOML tables) into a fresh home.
+func newNode(t *testing.T, engine, modelURL string, extraConf ...string) *node {
 	t.Helper()
 	home := t.TempDir()
 	run, err := os.MkdirTemp("", "akcr")
@@ -88,6 +88,9 @@ func newNode(t *testing.T, engine, modelURL string) *node {
 	conf := fmt.Sprintf("[models.\"claude-*\"]\nprovider = \"anthropic\"\nbase_url = %q\napi_key = \"sk-fake\"\n", modelURL)
 	if engine == "postgres" {
 		conf += fmt.Sprintf("\n[store]\nengine = \"postgres\"\nurl = %q\n", freshDatabase(t))
+	}
+	for _, c := range extraConf {
+		conf += "\n" + c
 	}
 	if err := os.WriteFile(filepath.Join(home, "agentkernel.toml"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
