@@ -228,7 +228,17 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, p model.Provider,
 		partial = w.stepBlocks(ctx, ts, step)
 	}
 	chunkSeq := int64(len(partial))
-	onBlock := func(b model.Block) error {
+	// A provider that continues a prefill is asked to go on from the text
+	// of the block the interrupted call was streaming; what it answers is
+	// joined to that text, so the block is delivered once, whole.
+	ps, canContinue := p.(model.PartialStreamer)
+	saver := &partialSaver{w: w, ts: ts, step: step, block: -1}
+	contText := ""
+	if resumed && canContinue {
+		contText = prefillPartial(req, w.inProgress(ctx, ts, step, partial))
+		saver.cont = contText
+	}
+	deliver := func(b model.Block) error {
 		switch {
 		case b.Type == model.BlockText && takeString(&dupTexts, b.Text):
 			return nil
@@ -262,13 +272,42 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, p model.Provider,
 		}
 		return nil
 	}
-	resp, err := p.Stream(ctx, req, onBlock)
+	cont := contText // until the response's first block takes it
+	onBlock := func(b model.Block) error {
+		if cont == "" {
+			return deliver(b)
+		}
+		text := cont
+		cont = ""
+		if b.Type == model.BlockText {
+			b.Text = text + b.Text
+			return deliver(b)
+		}
+		if err := deliver(model.Text(text)); err != nil {
+			return err
+		}
+		return deliver(b)
+	}
+	var resp *model.Response
+	if canContinue {
+		resp, err = ps.StreamPartial(ctx, req, onBlock, func(d model.Delta) error { return saver.onDelta(ctx, d, chunkSeq) })
+	} else {
+		resp, err = p.Stream(ctx, req, onBlock)
+	}
+	if err == nil && cont != "" {
+		// The model added nothing: the interrupted block is delivered as
+		// it was.
+		err = deliver(model.Text(cont))
+	}
 	var usage model.Usage
 	if resp != nil {
 		usage = resp.Usage
 	}
 	ts.usage = ts.usage.Add(usage)
 	if err == nil {
+		if contText != "" {
+			resp.Content = continued(resp.Content, contText)
+		}
 		resp.Content = append(partial, resp.Content...)
 		if cerr := w.completeModelOp(ctx, opID, resp); cerr != nil {
 			err = cerr
