@@ -27,6 +27,10 @@ const (
 	PartialSaveEvery = 100 * time.Millisecond
 )
 
+// partialSaveDeltas is PartialSaveDeltas; the benchmark sets it to 1 to
+// price a save per delta.
+var partialSaveDeltas = PartialSaveDeltas
+
 // Thinking is not saved: a thinking block goes back to the Messages API
 // only whole, with its signature, so a partial one cannot be continued and
 // is thought again. Tool-use input cannot be prefilled either.
@@ -66,7 +70,7 @@ func (p *partialSaver) onDelta(ctx context.Context, d model.Delta, kept int64) e
 	p.text.WriteString(d.Text)
 	p.pending++
 	now := p.w.r.cfg.Clock.Now()
-	if !p.last.IsZero() && p.pending < PartialSaveDeltas && now.Sub(p.last) < PartialSaveEvery {
+	if !p.last.IsZero() && p.pending < partialSaveDeltas && now.Sub(p.last) < PartialSaveEvery {
 		return nil
 	}
 	data, _ := json.Marshal(model.Text(p.text.String()))
