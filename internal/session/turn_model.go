@@ -182,7 +182,9 @@ type modelResult struct {
 // with the response. Found in the journal, a completed request is replayed
 // from its record, and a started one goes on from what it delivered: its
 // tool uses run as they are, else its blocks are the assistant prefill of
-// a new request whose repeats of them are not delivered again.
+// a new request whose repeats of them are not delivered again. The text of
+// the block it was streaming (saved per batch, turn_partial.go) ends that
+// prefill, and the answer's first block is joined to it.
 func (w *worker) modelCall(ctx context.Context, ts *turnState, p model.Provider, req *model.Request, step int64) (*model.Response, error) {
 	r := w.r
 	opID, err := journal.OpID(journal.KindModelRequest, map[string]any{"model": req.Model}, ts.turnSeq, step, 0)
