@@ -53,6 +53,12 @@ func NewAnthropic(cfg AnthropicConfig) *Anthropic {
 
 // Stream implements Provider.
 func (a *Anthropic) Stream(ctx context.Context, req *Request, onBlock OnBlock) (*Response, error) {
+	return a.StreamPartial(ctx, req, onBlock, nil)
+}
+
+// StreamPartial implements PartialStreamer: the Messages API continues a
+// final assistant message.
+func (a *Anthropic) StreamPartial(ctx context.Context, req *Request, onBlock OnBlock, onDelta OnDelta) (*Response, error) {
 	params, err := anthropicParams(req)
 	if err != nil {
 		return nil, err
@@ -68,6 +74,13 @@ func (a *Anthropic) Stream(ctx context.Context, req *Request, onBlock OnBlock) (
 		ev := stream.Current()
 		if err := msg.Accumulate(ev); err != nil {
 			return partial(&msg), err
+		}
+		if ev.Type == "content_block_delta" && onDelta != nil {
+			if d, ok := anthropicDelta(ev); ok {
+				if err := onDelta(d); err != nil {
+					return partial(&msg), err
+				}
+			}
 		}
 		if ev.Type == "content_block_stop" && onBlock != nil && int(ev.Index) < len(msg.Content) {
 			if err := onBlock(fromAnthropicBlock(msg.Content[ev.Index])); err != nil {
@@ -91,6 +104,17 @@ func (a *Anthropic) Stream(ctx context.Context, req *Request, onBlock OnBlock) (
 	}
 	resp.StopReason = string(msg.StopReason)
 	return resp, nil
+}
+
+// anthropicDelta is the text or thinking piece of a content_block_delta.
+func anthropicDelta(ev anthropic.MessageStreamEventUnion) (Delta, bool) {
+	switch ev.Delta.Type {
+	case "text_delta":
+		return Delta{Index: int(ev.Index), Type: BlockText, Text: ev.Delta.Text}, true
+	case "thinking_delta":
+		return Delta{Index: int(ev.Index), Type: BlockThinking, Text: ev.Delta.Thinking}, true
+	}
+	return Delta{}, false
 }
 
 func partial(msg *anthropic.Message) *Response {

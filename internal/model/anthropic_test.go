@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/agentkernel/agentkernel/internal/model"
@@ -80,5 +82,27 @@ func TestAnthropicHTTPErrorIsClassified(t *testing.T) {
 	var ae *model.APIError
 	if !errors.As(err, &ae) || ae.Status != 529 || model.ErrorKind(err) != "model_overloaded_error" {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestAnthropicStreamsDeltas: StreamPartial hands out the thinking and
+// text of each block as its deltas arrive, before the block completes.
+func TestAnthropicStreamsDeltas(t *testing.T) {
+	fake := anthropictest.New(t, anthropictest.Script(anthropictest.Turn{Thinking: "hmm", Text: "Hello, world."}))
+	p := model.NewAnthropic(model.AnthropicConfig{APIKey: "sk-test", BaseURL: fake.URL})
+	var log []string
+	_, err := p.StreamPartial(context.Background(),
+		&model.Request{Model: "claude-test", Messages: []model.Message{{Role: model.RoleUser, Content: []model.Block{model.Text("hi")}}}},
+		func(b model.Block) error { log = append(log, "block "+b.Type); return nil },
+		func(d model.Delta) error {
+			log = append(log, fmt.Sprintf("delta %d %s %q", d.Index, d.Type, d.Text))
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`delta 0 thinking "hmm"`, "block thinking", `delta 1 text "Hello,"`, `delta 1 text " world."`, "block text"}
+	if !slices.Equal(log, want) {
+		t.Fatalf("stream %q, want %q", log, want)
 	}
 }

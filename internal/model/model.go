@@ -154,3 +154,28 @@ func (f ProviderFunc) Stream(ctx context.Context, req *Request, onBlock OnBlock)
 
 // DefaultMaxTokens is used when a request sets none.
 const DefaultMaxTokens = 8192
+
+// Delta is a piece of the content block in progress: its text (or
+// thinking) so far grows by Text.
+type Delta struct {
+	// Index is the block's position in the response.
+	Index int
+	// Type is BlockText or BlockThinking.
+	Type string
+	Text string
+}
+
+// OnDelta receives each piece of a block as it streams. An error aborts
+// the stream.
+type OnDelta func(d Delta) error
+
+// PartialStreamer is a Provider that hands out the block in progress as
+// it streams and continues an assistant message that ends the request (a
+// prefill) instead of answering it anew: the response's first text block
+// is the rest of the prefill's last text. A caller that kept the text of
+// an interrupted block resumes it this way. Providers without it (chat
+// completions cannot continue an assistant message) repeat the block.
+type PartialStreamer interface {
+	Provider
+	StreamPartial(ctx context.Context, req *Request, onBlock OnBlock, onDelta OnDelta) (*Response, error)
+}

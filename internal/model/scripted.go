@@ -30,8 +30,11 @@ type Script struct {
 
 // ScriptTurn is one assistant response.
 type ScriptTurn struct {
-	Thinking  string           `json:"thinking,omitempty"`
-	Text      string           `json:"text,omitempty"`
+	Thinking string `json:"thinking,omitempty"`
+	Text     string `json:"text,omitempty"`
+	// Deltas streams the text in these pieces (Text, when set too, must
+	// be their concatenation).
+	Deltas    []string         `json:"deltas,omitempty"`
 	ToolCalls []ScriptToolCall `json:"tool_calls,omitempty"`
 	// StopReason defaults to tool_use when there are tool calls, else
 	// end_turn.
@@ -55,8 +58,17 @@ type Scripted struct {
 	script Script
 }
 
-// NewScripted returns a provider playing s.
-func NewScripted(s Script) *Scripted { return &Scripted{script: s} }
+// NewScripted returns a provider playing s. A turn with Deltas and no Text
+// gets their concatenation as its Text.
+func NewScripted(s Script) *Scripted {
+	s.Turns = append([]ScriptTurn(nil), s.Turns...)
+	for i := range s.Turns {
+		if t := &s.Turns[i]; t.Text == "" {
+			t.Text = strings.Join(t.Deltas, "")
+		}
+	}
+	return &Scripted{script: s}
+}
 
 // LoadScript reads a script file (JSON, or YAML for .yaml/.yml).
 func LoadScript(path string) (*Scripted, error) {
@@ -96,6 +108,9 @@ func ParseScript(raw []byte, ext string) (Script, error) {
 		return Script{}, fmt.Errorf("no turns")
 	}
 	for i, t := range s.Turns {
+		if len(t.Deltas) > 0 && t.Text != "" && t.Text != strings.Join(t.Deltas, "") {
+			return Script{}, fmt.Errorf("turns[%d]: text must be the concatenation of deltas", i)
+		}
 		for j, c := range t.ToolCalls {
 			if c.Name == "" {
 				return Script{}, fmt.Errorf("turns[%d].tool_calls[%d]: name is required", i, j)
@@ -107,11 +122,24 @@ func ParseScript(raw []byte, ext string) (Script, error) {
 
 // Stream implements Provider.
 func (s *Scripted) Stream(ctx context.Context, req *Request, onBlock OnBlock) (*Response, error) {
+	return s.StreamPartial(ctx, req, onBlock, nil)
+}
+
+// StreamPartial implements PartialStreamer. A request that ends with an
+// assistant message continues the turn that message began, as the
+// Messages API does: the prefill must be the start of the turn's content
+// (else the call fails, so a test sees a wrong prefill), and the answer is
+// the rest: the remainder of the text in progress, then the blocks after.
+func (s *Scripted) StreamPartial(ctx context.Context, req *Request, onBlock OnBlock, onDelta OnDelta) (*Response, error) {
 	n := 0
 	for _, m := range req.Messages {
 		if m.Role == RoleAssistant {
 			n++
 		}
+	}
+	var prefill []Block
+	if k := len(req.Messages); k > 0 && req.Messages[k-1].Role == RoleAssistant {
+		prefill, n = req.Messages[k-1].Content, n-1
 	}
 	if n >= len(s.script.Turns) {
 		if !s.script.Loop {
@@ -162,12 +190,68 @@ func (s *Scripted) Stream(ctx context.Context, req *Request, onBlock OnBlock) (*
 	if t.Usage != nil {
 		resp.Usage = *t.Usage
 	}
-	if onBlock != nil {
-		for _, b := range resp.Content {
+	pieces := t.Deltas
+	if len(pieces) == 0 && t.Text != "" {
+		pieces = []string{t.Text}
+	}
+	if prefill != nil {
+		rest, skipped, err := continueAfter(resp.Content, prefill)
+		if err != nil {
+			return &Response{}, fmt.Errorf("scripted model, turn %d: %w", n, err)
+		}
+		resp.Content = rest
+		pieces = cutPieces(pieces, skipped)
+	}
+	for i, b := range resp.Content {
+		if b.Type == BlockText && onDelta != nil {
+			for _, p := range pieces {
+				if err := onDelta(Delta{Index: i, Type: BlockText, Text: p}); err != nil {
+					return resp, err
+				}
+			}
+		}
+		if onBlock != nil {
 			if err := onBlock(b); err != nil {
 				return resp, err
 			}
 		}
 	}
 	return resp, nil
+}
+
+// continueAfter is what is left of content after the prefill: the blocks
+// the prefill holds whole are dropped, and a last prefill text that is the
+// start of its block leaves the block's rest. skipped is the length of
+// that start.
+func continueAfter(content, prefill []Block) (rest []Block, skipped int, err error) {
+	for i, p := range prefill {
+		if i >= len(content) || content[i].Type != p.Type {
+			return nil, 0, fmt.Errorf("the assistant prefill's block %d (%s) is not in the turn", i, p.Type)
+		}
+		c := content[i]
+		if p.Type != BlockText || c.Text == p.Text {
+			continue
+		}
+		if i != len(prefill)-1 || !strings.HasPrefix(c.Text, p.Text) {
+			return nil, 0, fmt.Errorf("the assistant prefill's text %q does not begin the turn's text %q", p.Text, c.Text)
+		}
+		out := []Block{Text(c.Text[len(p.Text):])}
+		return append(out, content[i+1:]...), len(p.Text), nil
+	}
+	return append([]Block(nil), content[len(prefill):]...), 0, nil
+}
+
+// cutPieces drops the first skip bytes of the text the pieces stream.
+func cutPieces(pieces []string, skip int) []string {
+	var out []string
+	for _, p := range pieces {
+		switch {
+		case skip >= len(p):
+			skip -= len(p)
+		default:
+			out = append(out, p[skip:])
+			skip = 0
+		}
+	}
+	return out
 }

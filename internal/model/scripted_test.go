@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentkernel/agentkernel/internal/model"
@@ -39,7 +40,8 @@ turns:
 	if err != nil || r2.StopReason != model.StopEndTurn || r2.Content[0].Text != "Done." || r2.Usage.OutputTokens != 2 {
 		t.Fatalf("second: %+v %v", r2, err)
 	}
-	req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Content: r2.Content})
+	req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Content: r2.Content},
+		model.Message{Role: model.RoleUser, Content: []model.Block{model.Text("more")}})
 	if _, err := p.Stream(context.Background(), req, nil); !errors.Is(err, model.ErrScriptExhausted) {
 		t.Fatalf("third: %v", err)
 	}
@@ -74,5 +76,37 @@ func TestScriptedDelayIsInterruptible(t *testing.T) {
 	cancel()
 	if _, err := p.Stream(ctx, &model.Request{}, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestScriptedContinuesPrefill: a turn streams its text in deltas; a
+// request that ends with the assistant's partial text (a prefill) gets the
+// rest of the turn, not the turn again, and a prefill the turn does not
+// begin with fails the call.
+func TestScriptedContinuesPrefill(t *testing.T) {
+	p := model.NewScripted(model.Script{Turns: []model.ScriptTurn{
+		{Deltas: []string{"Hel", "lo, ", "world."}, ToolCalls: []model.ScriptToolCall{{Name: "bash"}}},
+	}})
+	user := model.Message{Role: model.RoleUser, Content: []model.Block{model.Text("go")}}
+	var deltas []string
+	var blocks []model.Block
+	onBlock := func(b model.Block) error { blocks = append(blocks, b); return nil }
+	onDelta := func(d model.Delta) error { deltas = append(deltas, d.Text); return nil }
+	r, err := p.StreamPartial(context.Background(), &model.Request{Messages: []model.Message{user}}, onBlock, onDelta)
+	if err != nil || r.Content[0].Text != "Hello, world." || strings.Join(deltas, "|") != "Hel|lo, |world." || len(blocks) != 2 {
+		t.Fatalf("first call: %+v deltas %q blocks %v err %v", r, deltas, blocks, err)
+	}
+	deltas, blocks = nil, nil
+	prefill := model.Message{Role: model.RoleAssistant, Content: []model.Block{model.Text("Hello")}}
+	r, err = p.StreamPartial(context.Background(), &model.Request{Messages: []model.Message{user, prefill}}, onBlock, onDelta)
+	if err != nil || len(r.Content) != 2 || r.Content[0].Text != ", world." || r.Content[1].Type != model.BlockToolUse {
+		t.Fatalf("continued: %+v err %v", r, err)
+	}
+	if strings.Join(deltas, "|") != "|, |world." && strings.Join(deltas, "|") != ", |world." {
+		t.Fatalf("continued deltas %q", deltas)
+	}
+	bad := model.Message{Role: model.RoleAssistant, Content: []model.Block{model.Text("Goodbye")}}
+	if _, err := p.Stream(context.Background(), &model.Request{Messages: []model.Message{user, bad}}, nil); err == nil {
+		t.Fatal("a prefill the turn does not begin with was answered")
 	}
 }

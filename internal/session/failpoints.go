@@ -12,6 +12,9 @@ const (
 	// FailMidModelStream: a text block of the response was delivered as an
 	// agent.message and kept as a stream chunk; the rest has not streamed.
 	FailMidModelStream = "mid-model-stream"
+	// FailMidModelBlock: the text of the block the response is streaming
+	// was saved (a batch of deltas); the block has not completed.
+	FailMidModelBlock = "mid-model-block"
 	// FailBeforeToolExec: the tool call is journalled (op_started); the
 	// guest has not been asked to run it.
 	FailBeforeToolExec = "before-tool-exec"
@@ -24,4 +27,4 @@ const (
 )
 
 // Failpoints lists every failpoint, for the crash-test hook.
-var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailBeforeToolExec, FailAfterToolExec, FailBeforeMCPCall}
+var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailMidModelBlock, FailBeforeToolExec, FailAfterToolExec, FailBeforeMCPCall}

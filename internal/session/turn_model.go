@@ -192,6 +192,9 @@ type modelResult struct {
 // under the same key, when the upstream dedupes on it, else it goes on
 // from what it delivered — its blocks are the assistant prefill of a new
 // request. Either way blocks already delivered are not delivered again.
+// When it goes on, the text of the block it was streaming (saved per
+// batch, turn_partial.go) ends that prefill, and the answer's first block
+// is joined to it.
 func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resolved, req *model.Request, step int64) (*model.Response, error) {
 	r := w.r
 	p := prov.Provider
@@ -258,7 +261,17 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 		prefix = nil
 	}
 	chunkSeq := int64(len(partial))
-	onBlock := func(b model.Block) error {
+	// A provider that continues a prefill is asked to go on from the text
+	// of the block the interrupted call was streaming; what it answers is
+	// joined to that text, so the block is delivered once, whole.
+	ps, canContinue := p.(model.PartialStreamer)
+	saver := &partialSaver{w: w, ts: ts, step: step, block: -1}
+	contText := ""
+	if resumed && !resend && canContinue {
+		contText = prefillPartial(req, w.inProgress(ctx, ts, step, partial))
+		saver.cont = contText
+	}
+	deliver := func(b model.Block) error {
 		switch {
 		case b.Type == model.BlockText && takeString(&dupTexts, b.Text):
 			return nil
@@ -292,13 +305,42 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 		}
 		return nil
 	}
-	resp, err := p.Stream(ctx, req, onBlock)
+	cont := contText // until the response's first block takes it
+	onBlock := func(b model.Block) error {
+		if cont == "" {
+			return deliver(b)
+		}
+		text := cont
+		cont = ""
+		if b.Type == model.BlockText {
+			b.Text = text + b.Text
+			return deliver(b)
+		}
+		if err := deliver(model.Text(text)); err != nil {
+			return err
+		}
+		return deliver(b)
+	}
+	var resp *model.Response
+	if canContinue {
+		resp, err = ps.StreamPartial(ctx, req, onBlock, func(d model.Delta) error { return saver.onDelta(ctx, d, chunkSeq) })
+	} else {
+		resp, err = p.Stream(ctx, req, onBlock)
+	}
+	if err == nil && cont != "" {
+		// The model added nothing: the interrupted block is delivered as
+		// it was.
+		err = deliver(model.Text(cont))
+	}
 	var usage model.Usage
 	if resp != nil {
 		usage = resp.Usage
 	}
 	ts.usage = ts.usage.Add(usage)
 	if err == nil {
+		if contText != "" {
+			resp.Content = continued(resp.Content, contText)
+		}
 		resp.Content = append(prefix, resp.Content...)
 		if cerr := w.completeModelOp(ctx, opID, resp); cerr != nil {
 			err = cerr

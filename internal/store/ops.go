@@ -51,6 +51,22 @@ type StreamChunk struct {
 	CreatedAt time.Time
 }
 
+// PartialBlock is the content block a step's model response was streaming
+// when last saved: one row per step, overwritten as the block grows (a
+// small write per batch of tokens, not a row per token), so a step resumed
+// after a crash continues the block instead of repeating it.
+type PartialBlock struct {
+	SessionID string
+	TurnSeq   int64
+	Step      int64
+	// Index is the block's position among the step's blocks: the number of
+	// stream chunks (completed blocks) before it. A row whose block has
+	// since completed has Index below the chunk count.
+	Index     int64
+	Data      json.RawMessage
+	UpdatedAt time.Time
+}
+
 // BackgroundTask is a `run_in_background` command that survives restarts.
 type BackgroundTask struct {
 	ID        string
@@ -85,9 +101,15 @@ type OpStore interface {
 	AppendStreamChunk(ctx context.Context, c *StreamChunk) (*StreamChunk, error)
 	// ListStreamChunks lists one step's chunks in Seq order.
 	ListStreamChunks(ctx context.Context, sessionID string, turnSeq, step int64) ([]*StreamChunk, error)
-	// DeleteStreamChunks drops a session's chunks of turns up to turnSeq
-	// (once the step's output is persisted as events).
+	// DeleteStreamChunks drops a session's chunks and partial blocks of
+	// turns up to turnSeq (once the step's output is persisted as events).
 	DeleteStreamChunks(ctx context.Context, sessionID string, upToTurnSeq int64) error
+	// SavePartialBlock writes the step's block in progress over the one
+	// saved before. Zero UpdatedAt becomes now.
+	SavePartialBlock(ctx context.Context, b *PartialBlock) error
+	// GetPartialBlock reads the step's block in progress (ErrNotFound when
+	// none was saved).
+	GetPartialBlock(ctx context.Context, sessionID string, turnSeq, step int64) (*PartialBlock, error)
 
 	CreateBackgroundTask(ctx context.Context, t *BackgroundTask) (*BackgroundTask, error)
 	UpdateBackgroundTask(ctx context.Context, t *BackgroundTask) (*BackgroundTask, error)

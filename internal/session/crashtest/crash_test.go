@@ -300,11 +300,18 @@ func TestCrashStress(t *testing.T) {
 	engines(t, func(t *testing.T, engine string) {
 		var hang atomic.Bool
 		hang.Store(true)
+		// The hanging answer streams its first half; the turn recovered
+		// continues it from what was saved of it (a prefill), if anything.
 		fake := anthropictest.New(t, func(r anthropictest.Request) anthropictest.Turn {
+			answer := "answer to " + lastUserText(r)
 			if hang.Load() {
-				return anthropictest.Turn{Text: "never finished", Hang: true}
+				return anthropictest.Turn{Text: answer, Hang: true}
 			}
-			return anthropictest.Turn{Text: "answer to " + lastUserText(r)}
+			rest, ok := strings.CutPrefix(answer, prefilled(r))
+			if !ok {
+				rest = "(the prefill " + prefilled(r) + " does not begin " + answer + ")"
+			}
+			return anthropictest.Turn{Text: rest}
 		})
 		var hanging atomic.Int64
 		done := make(chan struct{})

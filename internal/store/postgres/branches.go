@@ -292,6 +292,7 @@ func (s *Store) RewindManagedSession(ctx context.Context, p store.RewindParams) 
 			{`DELETE FROM checkpoints WHERE session_id = $1 AND message_count > $2`, []any{p.SessionID, p.AtSeq}},
 			{`DELETE FROM ops WHERE session_id = $1 AND turn_seq >= $2`, []any{p.SessionID, p.AtSeq}},
 			{`DELETE FROM stream_chunks WHERE session_id = $1 AND turn_seq >= $2`, []any{p.SessionID, p.AtSeq}},
+			{`DELETE FROM partial_blocks WHERE session_id = $1 AND turn_seq >= $2`, []any{p.SessionID, p.AtSeq}},
 			{`UPDATE sessions SET sandbox_id = '', workspace_seed = $3, message_count = $2, rewinds = rewinds + 1,
 			  run_count = (SELECT COALESCE(MAX(seq), 0) FROM runs WHERE session_id = $1) WHERE id = $1`,
 				[]any{p.SessionID, p.AtSeq, p.Workspace}},

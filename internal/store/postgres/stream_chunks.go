@@ -81,11 +81,15 @@ func (s *Store) ListStreamChunks(ctx context.Context, sessionID string, turnSeq,
 	return out, nil
 }
 
-// DeleteStreamChunks drops the chunks and seq heads of turns up to and
+// DeleteStreamChunks drops the chunks, seq heads and partial blocks of turns up to and
 // including upToTurnSeq, in one transaction.
 func (s *Store) DeleteStreamChunks(ctx context.Context, sessionID string, upToTurnSeq int64) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM stream_heads WHERE session_id = $1 AND turn_seq <= $2`,
+			sessionID, upToTurnSeq); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM partial_blocks WHERE session_id = $1 AND turn_seq <= $2`,
 			sessionID, upToTurnSeq); err != nil {
 			return err
 		}

@@ -320,6 +320,7 @@ func (s *Store) RewindManagedSession(ctx context.Context, p store.RewindParams) 
 			`DELETE FROM checkpoints WHERE session_id = ?1 AND message_count > ?3`,
 			`DELETE FROM ops WHERE session_id = ?1 AND turn_seq >= ?3`,
 			`DELETE FROM stream_chunks WHERE session_id = ?1 AND turn_seq >= ?3`,
+			`DELETE FROM partial_blocks WHERE session_id = ?1 AND turn_seq >= ?3`,
 			`UPDATE sessions SET sandbox_id = '', workspace_seed = ?4, rewinds = rewinds + 1 WHERE id = ?1`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, p.SessionID, p.BranchID, p.AtSeq, p.Workspace); err != nil {

@@ -77,11 +77,21 @@ func (s *Store) ListStreamChunks(ctx context.Context, sessionID string, turnSeq,
 	return out, nil
 }
 
-// DeleteStreamChunks implements store.OpStore: turns up to and including
-// upToTurnSeq.
+// DeleteStreamChunks implements store.OpStore: the chunks and partial
+// blocks of turns up to and including upToTurnSeq.
 func (s *Store) DeleteStreamChunks(ctx context.Context, sessionID string, upToTurnSeq int64) error {
-	if _, err := s.write.ExecContext(ctx,
-		`DELETE FROM stream_chunks WHERE session_id = ? AND turn_seq <= ?`, sessionID, upToTurnSeq); err != nil {
+	err := s.inTx(ctx, func(tx *wtx) error {
+		for _, q := range []string{
+			`DELETE FROM stream_chunks WHERE session_id = ? AND turn_seq <= ?`,
+			`DELETE FROM partial_blocks WHERE session_id = ? AND turn_seq <= ?`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, sessionID, upToTurnSeq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("sqlite: delete stream chunks of session %q: %w", sessionID, err)
 	}
 	return nil

@@ -14,6 +14,34 @@ var opChunkCases = []opCase{
 	{"AppendRaceDenseSeq", testOpChunkRace},
 	{"DeleteUpToTurn", testOpChunkDelete},
 	{"AppendInvalid", testOpChunkInvalid},
+	{"PartialBlockOverwrite", testPartialBlock},
+}
+
+// testPartialBlock: a step has one partial block, each save overwrites
+// it, and DeleteStreamChunks drops it with the chunks.
+func testPartialBlock(e *opEnv) {
+	_, err := e.s.GetPartialBlock(e.ctx, "sesn_ops", 1, 1)
+	mustErrIs(e.t, err, store.ErrNotFound, "GetPartialBlock before any save")
+	for i, text := range []string{`"Hel"`, `"Hello, wor"`} {
+		mustOK(e.t, e.s.SavePartialBlock(e.ctx, &store.PartialBlock{SessionID: "sesn_ops", TurnSeq: 1, Step: 1,
+			Index: int64(i), Data: json.RawMessage(text)}), "SavePartialBlock")
+	}
+	mustOK(e.t, e.s.SavePartialBlock(e.ctx, &store.PartialBlock{SessionID: "sesn_ops", TurnSeq: 2, Step: 1,
+		Data: json.RawMessage(`"other turn"`), UpdatedAt: opAt(time.Second)}), "SavePartialBlock of turn 2")
+	b, err := e.s.GetPartialBlock(e.ctx, "sesn_ops", 1, 1)
+	mustOK(e.t, err, "GetPartialBlock")
+	equal(e.t, "Index", b.Index, int64(1))
+	jsonEq(e.t, "Data", b.Data, `"Hello, wor"`)
+	b, err = e.s.GetPartialBlock(e.ctx, "sesn_ops", 2, 1)
+	mustOK(e.t, err, "GetPartialBlock of turn 2")
+	sbSameTime(e.t, "UpdatedAt", b.UpdatedAt, opAt(time.Second))
+	mustOK(e.t, e.s.DeleteStreamChunks(e.ctx, "sesn_ops", 1), "DeleteStreamChunks")
+	_, err = e.s.GetPartialBlock(e.ctx, "sesn_ops", 1, 1)
+	mustErrIs(e.t, err, store.ErrNotFound, "GetPartialBlock after DeleteStreamChunks")
+	_, err = e.s.GetPartialBlock(e.ctx, "sesn_ops", 2, 1)
+	mustOK(e.t, err, "GetPartialBlock of a later turn after DeleteStreamChunks")
+	err = e.s.SavePartialBlock(e.ctx, &store.PartialBlock{SessionID: "sesn_ops", TurnSeq: 1, Step: 1, Data: json.RawMessage(`{"x":`)})
+	mustErrIs(e.t, err, store.ErrInvalid, "SavePartialBlock with bad JSON")
 }
 
 func (e *opEnv) appendChunk(session string, turn, step int64, data string) *store.StreamChunk {
