@@ -37,7 +37,8 @@ func reportText(t *store.BackgroundTask, ran time.Duration) string {
 			how = fmt.Sprintf("exited with code %d after %s", *t.ExitCode, ran.Round(time.Second))
 		}
 	case TaskExpired:
-		how = fmt.Sprintf("was killed at the %s cap", t.Deadline.Sub(t.StartedAt))
+		// Rounded: stored times may lose precision below a millisecond.
+		how = fmt.Sprintf("was killed at the %s cap", t.Deadline.Sub(t.StartedAt).Round(time.Millisecond))
 	default:
 		how = "was lost: its sandbox restarted"
 	}
