@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -28,9 +30,14 @@ const (
 	TaskExpired = "expired"
 )
 
-// taskID is the task's id: derived from the op id, so the task of a
-// replayed call is the same task.
-func taskID(opID string) string { return "bgtask_" + opID[len("op_"):len("op_")+24] }
+// taskID is the task's id: derived from the session and the op id, so the
+// task of a replayed call is the same task. The op id alone is not enough:
+// it names the call by its position in the session, and task ids are
+// global, so two sessions making the same call would share one task.
+func taskID(sessionID, opID string) string {
+	h := sha256.Sum256([]byte(sessionID + "/" + opID))
+	return "bgtask_" + hex.EncodeToString(h[:12])
+}
 
 func backgroundResult(t *store.BackgroundTask) *guest.ToolResult {
 	return &guest.ToolResult{Content: fmt.Sprintf(
@@ -52,7 +59,7 @@ func (w *worker) startBackground(ctx context.Context, ts *turnState, sbID, opID,
 // means it started; otherwise it is ambiguous (the guest keeps its
 // process table only while it lives).
 func (w *worker) recoverBackground(ctx context.Context, ts *turnState, sbID, opID, command string) (*guest.ToolResult, error) {
-	if t, err := w.r.cfg.Store.GetBackgroundTask(ctx, taskID(opID)); err == nil {
+	if t, err := w.r.cfg.Store.GetBackgroundTask(ctx, taskID(w.id, opID)); err == nil {
 		return backgroundResult(t), nil
 	}
 	info, err := tools.FindBackground(ctx, w.r.cfg.Sandboxes, ts.s.TenantID, sbID, opID)
@@ -68,11 +75,11 @@ func (w *worker) recoverBackground(ctx context.Context, ts *turnState, sbID, opI
 func (w *worker) recordBackground(ctx context.Context, sbID, opID, command string, info *guest.ProcessInfo) (*guest.ToolResult, error) {
 	now := w.r.cfg.Clock.Now()
 	t, err := w.r.cfg.Store.CreateBackgroundTask(context.WithoutCancel(ctx), &store.BackgroundTask{
-		ID: taskID(opID), SessionID: w.id, SandboxID: sbID, ProcessID: info.ID, Command: command,
+		ID: taskID(w.id, opID), SessionID: w.id, SandboxID: sbID, ProcessID: info.ID, Command: command,
 		Status: TaskRunning, StartedAt: now, Deadline: now.Add(w.r.cfg.BackgroundCap),
 	})
 	if errors.Is(err, store.ErrAlreadyExists) {
-		t, err = w.r.cfg.Store.GetBackgroundTask(ctx, taskID(opID))
+		t, err = w.r.cfg.Store.GetBackgroundTask(ctx, taskID(w.id, opID))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("record background task: %w", err)

@@ -16,12 +16,14 @@ import (
 	"github.com/agentkernel/agentkernel/internal/model/anthropictest"
 )
 
+var bgReport = regexp.MustCompile(`^\[background task bgtask_[0-9a-f]+ \(command: sleep 1; exit 3\) exited with code 3 after [0-9]+s\]$`)
+
 // TestBackgroundTaskExitReachesTheModel: the model starts a bash command
 // with run_in_background and ends its turn; when the command exits, its
 // exit code comes back as a user.message that starts the next turn, and
-// the model's next request carries it.
+// the model's next request carries it. A second session making the same
+// call at the same position gets a task, and a report, of its own.
 func TestBackgroundTaskExitReachesTheModel(t *testing.T) {
-	report := regexp.MustCompile(`^\[background task bgtask_[0-9a-f]+ \(command: sleep 1; exit 3\) exited with code 3 after [0-9]+s\]$`)
 	fake := anthropictest.New(t, func(r anthropictest.Request) anthropictest.Turn {
 		blocks := r.Blocks(len(r.Messages) - 1)
 		switch last := blocks[len(blocks)-1].Text; {
@@ -49,8 +51,25 @@ func TestBackgroundTaskExitReachesTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Two sessions whose identical calls sit at the same position: each
+	// runs, and is told about, its own task.
+	tasks := map[string]bool{}
+	for range 2 {
+		report := backgroundSession(t, c, fake, agent.ID, env.ID)
+		tasks[strings.Fields(report)[2]] = true
+	}
+	if len(tasks) != 2 {
+		t.Fatalf("tasks %v: want one per session", tasks)
+	}
+}
+
+// backgroundSession runs a session of the test's model to its second
+// turn and returns the report the model got.
+func backgroundSession(t *testing.T, c anthropic.Client, fake *anthropictest.Server, agentID, envID string) string {
+	t.Helper()
+	ctx := context.Background()
 	s, err := c.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
-		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(agent.ID)}, EnvironmentID: env.ID,
+		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(agentID)}, EnvironmentID: envID,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +121,7 @@ func TestBackgroundTaskExitReachesTheModel(t *testing.T) {
 	if !strings.Contains(started, "When it ends you get a message with its exit code") {
 		t.Errorf("tool result %s does not say the exit will be reported", started)
 	}
-	if len(messages) != 2 || !report.MatchString(messages[1]) {
+	if len(messages) != 2 || !bgReport.MatchString(messages[1]) {
 		t.Fatalf("user messages %q: want the request and then the task's report", messages)
 	}
 	reqs := fake.Requests()
@@ -111,4 +130,5 @@ func TestBackgroundTaskExitReachesTheModel(t *testing.T) {
 	if got := blocks[len(blocks)-1].Text; got != messages[1] {
 		t.Fatalf("the model's last request ends with %q, want the report %q", got, messages[1])
 	}
+	return messages[1]
 }
