@@ -113,6 +113,10 @@ type SandboxConfig struct {
 	// local socket).
 	DockerHost string   `toml:"docker_host"`
 	SleepAfter Duration `toml:"sleep_after"`
+	// BackgroundCap bounds a session's run_in_background command: it is
+	// killed (and the model told) this long after it started, and a running
+	// background process keeps its sandbox awake at most this long.
+	BackgroundCap Duration `toml:"background_cap"`
 	// Network is the sandboxes' network and the ceiling of what an
 	// environment may allow: "egress" (the default: only loopback, and the
 	// egress proxy, which lets out what the environment's networking
@@ -211,6 +215,8 @@ func Default() Config {
 			BackupTTL:    Duration(7 * 24 * time.Hour),
 			ReapInterval: Duration(10 * time.Second),
 			MaxFileBytes: 64 << 20,
+			// 30m, as tools.DefaultBackgroundCap.
+			BackgroundCap: Duration(sandbox.DefaultBackgroundCap),
 		},
 		DurableObjects: DefaultDurableObjects(),
 		Monitor:        DefaultMonitor(),

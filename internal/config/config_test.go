@@ -97,6 +97,7 @@ func TestValidationNamesTheField(t *testing.T) {
 		{env: []string{"AGENTKERNEL_LOG_LEVEL=loud"}, want: []string{"log.level", `"debug"`}},
 		{env: []string{"AGENTKERNEL_BLOB_GC_GRACE=-1m"}, want: []string{"blob.gc_grace", "non-negative"}},
 		{env: []string{"AGENTKERNEL_BLOB_GC_INTERVAL=10ms"}, want: []string{"blob.gc_interval", "at least 1s"}},
+		{env: []string{"AGENTKERNEL_SANDBOX_BACKGROUND_CAP=0s"}, want: []string{"sandbox.background_cap", "positive duration"}},
 		{file: "[store]\nengin = \"x\"\n", want: []string{"unknown key", "store.engin"}},
 		{file: "listen = \n", want: []string{"line 1"}},
 		{file: "[resources]\ngit_internal_hosts = [\"git.internal\", \"http://10.0.0.5/\"]\n", want: []string{"resources.git_internal_hosts[1]", "not a host"}},

@@ -110,6 +110,9 @@ func (c *Config) Validate() error {
 	if sb.SleepAfter.D() < time.Second {
 		add(&FieldError{Field: "sandbox.sleep_after", Value: sb.SleepAfter.D().String(), Accepted: "a duration of at least 1s", Reason: "too short"})
 	}
+	if sb.BackgroundCap.D() <= 0 {
+		add(&FieldError{Field: "sandbox.background_cap", Value: sb.BackgroundCap.D().String(), Accepted: "a positive duration", Reason: "out of range"})
+	}
 	if sb.BackupTTL.D() < time.Minute {
 		add(&FieldError{Field: "sandbox.backup_ttl", Value: sb.BackupTTL.D().String(), Accepted: "a duration of at least 1m", Reason: "too short"})
 	}

@@ -65,6 +65,7 @@ func newSandboxManager(cfg config.Config, st store.Store, blobs blob.Store, pins
 		DataDir:           cfg.SandboxDataDir(),
 		RunDir:            cfg.SandboxRunDir(),
 		DefaultSleepAfter: cfg.Sandbox.SleepAfter.D(),
+		BackgroundCap:     cfg.Sandbox.BackgroundCap.D(),
 		BackupTTL:         cfg.Sandbox.BackupTTL.D(),
 		ReapInterval:      cfg.Sandbox.ReapInterval.D(),
 		Log:               log,

@@ -52,9 +52,10 @@ func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventL
 		Store: st, Events: events, Models: reg,
 		// The boot id changes with every start, so a run row names the
 		// process that owns the turn, not just the machine.
-		Owner:     host + "/" + ids.New("boot"),
-		Failpoint: failpointHook(cfg.Home, log),
-		Log:       log,
+		Owner:         host + "/" + ids.New("boot"),
+		Failpoint:     failpointHook(cfg.Home, log),
+		BackgroundCap: cfg.Sandbox.BackgroundCap.D(),
+		Log:           log,
 	}
 	if mgr != nil {
 		rtCfg.Sandboxes = mgr

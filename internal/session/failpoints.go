@@ -1,7 +1,8 @@
 package session
 
-// Failpoints: the points of a turn where crash tests (builds with the
-// failpoints tag) hang the daemon to SIGKILL it there.
+// Failpoints: the points of a turn (and of the background task poller)
+// where crash tests (builds with the failpoints tag) hang the daemon to
+// SIGKILL it there.
 const (
 	// FailAfterRunRow: the run row is inserted, nothing else of the turn
 	// is written yet.
@@ -24,7 +25,10 @@ const (
 	// FailBeforeMCPCall: the MCP call is journalled (op_started); the
 	// request is not sent yet.
 	FailBeforeMCPCall = "before-mcp-call"
+	// FailAfterBackgroundReport: a background task's end is reported to the
+	// model (its user.message is stored); the task is not marked finished.
+	FailAfterBackgroundReport = "after-background-report"
 )
 
 // Failpoints lists every failpoint, for the crash-test hook.
-var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailMidModelBlock, FailBeforeToolExec, FailAfterToolExec, FailBeforeMCPCall}
+var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailMidModelBlock, FailBeforeToolExec, FailAfterToolExec, FailBeforeMCPCall, FailAfterBackgroundReport}

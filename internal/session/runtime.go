@@ -97,6 +97,9 @@ type RuntimeConfig struct {
 	MaxRecoveries int64
 	// BackgroundPoll is how often background tasks are polled (default 5s).
 	BackgroundPoll time.Duration
+	// BackgroundCap is how long a run_in_background command may run before
+	// it is killed (default tools.DefaultBackgroundCap, 30m).
+	BackgroundCap time.Duration
 	// MCPAuth gives the bearer token of each MCP server a turn connects to
 	// (the vault service); nil connects without one.
 	MCPAuth MCPAuthorizer
@@ -175,6 +178,9 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	}
 	if cfg.BackgroundPoll <= 0 {
 		cfg.BackgroundPoll = 5 * time.Second
+	}
+	if cfg.BackgroundCap <= 0 {
+		cfg.BackgroundCap = tools.DefaultBackgroundCap
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}

@@ -10,10 +10,11 @@ import (
 	"github.com/agentkernel/agentkernel/internal/guest"
 )
 
-// BackgroundCap bounds a run_in_background command (seed 003's background
-// tasks): the guest kills it after this long, and the sandbox layer stops
-// keeping the sandbox awake for it.
-const BackgroundCap = 30 * time.Minute
+// DefaultBackgroundCap bounds a run_in_background command (seed 003's
+// background tasks) unless the daemon is configured otherwise
+// ([sandbox] background_cap): the guest kills it after this long, and the
+// sandbox layer stops keeping the sandbox awake for it.
+const DefaultBackgroundCap = 30 * time.Minute
 
 // bashInput is the part of bash's input that decides how it runs.
 type bashInput struct {
@@ -40,12 +41,12 @@ func Background(name string, input json.RawMessage) (command string, ok bool) {
 func markedShell(opID, command string) string { return ": " + opID + "; " + command }
 
 // StartBackground starts a background command in the sandbox's guest,
-// capped at BackgroundCap, marked with opID.
-func StartBackground(ctx context.Context, sb Sandboxes, tenantID, sandboxID, opID, command string, env map[string]string) (*guest.ProcessInfo, error) {
+// capped at limit (the guest kills it then), marked with opID.
+func StartBackground(ctx context.Context, sb Sandboxes, tenantID, sandboxID, opID, command string, env map[string]string, limit time.Duration) (*guest.ProcessInfo, error) {
 	var info *guest.ProcessInfo
 	err := sb.Client(ctx, tenantID, sandboxID, func(c *guest.Client) error {
 		var err error
-		info, err = c.StartProcess(ctx, guest.ExecRequest{Shell: markedShell(opID, command), Env: env, TimeoutMS: BackgroundCap.Milliseconds()})
+		info, err = c.StartProcess(ctx, guest.ExecRequest{Shell: markedShell(opID, command), Env: env, TimeoutMS: limit.Milliseconds()})
 		return err
 	})
 	return info, err
