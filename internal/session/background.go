@@ -62,6 +62,11 @@ func (w *worker) recoverBackground(ctx context.Context, ts *turnState, sbID, opI
 	if t, err := w.r.cfg.Store.GetBackgroundTask(ctx, taskID(w.id, opID)); err == nil {
 		return backgroundResult(t), nil
 	}
+	// A start recorded by a binary that named tasks by the op id alone:
+	// the same task, not a second one to report.
+	if t, err := w.r.cfg.Store.GetBackgroundTask(ctx, "bgtask_"+opID[len("op_"):len("op_")+24]); err == nil && t.SessionID == w.id {
+		return backgroundResult(t), nil
+	}
 	info, err := tools.FindBackground(ctx, w.r.cfg.Sandboxes, ts.s.TenantID, sbID, opID)
 	if err != nil {
 		return nil, err
