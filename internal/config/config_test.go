@@ -104,6 +104,9 @@ func TestValidationNamesTheField(t *testing.T) {
 		{file: "[models.\"gw-*\"]\nprovider = \"openai\"\nidempotency_header = \"Idempotency Key\"\n", want: []string{`models."gw-*".idempotency_header`, "not an HTTP header name"}},
 		{file: "[models.\"gw-*\"]\nprovider = \"anthropic\"\nidempotency_header = \"x-api-key\"\n", want: []string{`models."gw-*".idempotency_header`, "sets itself"}},
 		{file: "[models.\"s\"]\nprovider = \"scripted\"\nfile = \"t.yaml\"\nidempotency_header = \"Idempotency-Key\"\n", want: []string{`models."s".idempotency_header`, "no HTTP request"}},
+		{file: "[models.\"c-*\"]\nprovider = \"anthropic\"\ncontext_window = -5\n", want: []string{`models."c-*".context_window`, "negative"}},
+		{file: "[models.\"c-*\"]\nprovider = \"anthropic\"\ncontext_window = 4000\nmax_tokens = 8000\n", want: []string{`models."c-*".context_window`, "more tokens than max_tokens"}},
+		{file: "[models.\"c-*\"]\nprovider = \"anthropic\"\ncompact_at = 1.5\n", want: []string{`models."c-*".compact_at`, "0.1 to 1"}},
 	}
 	for _, c := range cases {
 		var flags Flags

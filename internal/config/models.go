@@ -45,6 +45,13 @@ type ModelConfig struct {
 	// completions document such a header, so it is empty (nothing sent)
 	// unless the operator names one.
 	IdempotencyHeader string `toml:"idempotency_header"`
+	// ContextWindow is the model's context window in tokens. Default:
+	// 200000 for claude-* models on the anthropic provider; for others
+	// none, and a session's conversation is never compacted.
+	ContextWindow int64 `toml:"context_window"`
+	// CompactAt is the share of the context window a request may fill;
+	// a longer conversation is compacted first (default 0.8).
+	CompactAt float64 `toml:"compact_at"`
 }
 
 // validateModels checks [models].
@@ -72,6 +79,14 @@ func (c *Config) validateModels() []error {
 		}
 		if m.MaxTokens < 0 {
 			errs = append(errs, &FieldError{Field: f("max_tokens"), Value: fmt.Sprint(m.MaxTokens), Accepted: "0 (default) or a positive number", Reason: "negative"})
+		}
+		if m.ContextWindow < 0 {
+			errs = append(errs, &FieldError{Field: f("context_window"), Value: fmt.Sprint(m.ContextWindow), Accepted: "0 (default) or a number of tokens", Reason: "negative"})
+		} else if m.ContextWindow > 0 && m.MaxTokens >= m.ContextWindow {
+			errs = append(errs, &FieldError{Field: f("context_window"), Value: fmt.Sprint(m.ContextWindow), Accepted: "more tokens than max_tokens", Reason: "a response must fit in the window"})
+		}
+		if m.CompactAt < 0 || m.CompactAt > 1 || (m.CompactAt > 0 && m.CompactAt < 0.1) {
+			errs = append(errs, &FieldError{Field: f("compact_at"), Value: fmt.Sprint(m.CompactAt), Accepted: "0 (default 0.8) or a share of the window from 0.1 to 1", Reason: "out of range"})
 		}
 	}
 	return errs

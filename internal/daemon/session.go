@@ -37,7 +37,7 @@ func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventL
 		routes = append(routes, model.Route{
 			Pattern: pattern, Provider: m.Provider, BaseURL: m.BaseURL, APIKey: m.APIKey,
 			APIKeyEnv: m.APIKeyEnv, File: m.File, Model: m.Model, MaxTokens: m.MaxTokens,
-			IdempotencyHeader: m.IdempotencyHeader,
+			IdempotencyHeader: m.IdempotencyHeader, ContextWindow: m.ContextWindow, CompactAt: m.CompactAt,
 		})
 	}
 	reg, err := model.NewRegistry(model.RegistryConfig{Routes: routes, Log: log})

@@ -152,8 +152,13 @@ func anthropicParams(req *Request) (anthropic.MessageNewParams, error) {
 	if p.MaxTokens <= 0 {
 		p.MaxTokens = DefaultMaxTokens
 	}
+	// Prompt caching: the system prompt, the tools and a compacted
+	// conversation's summary are the request's stable prefix, the same on
+	// every step of a session; a breakpoint after each (system, last
+	// tool, summary: 3 of the 4 the API allows) lets repeated requests
+	// read it from the cache instead of paying for it again.
 	if req.System != "" {
-		p.System = []anthropic.TextBlockParam{{Text: req.System}}
+		p.System = []anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
 	}
 	for _, m := range req.Messages {
 		var blocks []anthropic.ContentBlockParamUnion
@@ -161,7 +166,11 @@ func anthropicParams(req *Request) (anthropic.MessageNewParams, error) {
 			switch b.Type {
 			case BlockText:
 				if b.Text != "" {
-					blocks = append(blocks, anthropic.NewTextBlock(b.Text))
+					tb := anthropic.TextBlockParam{Text: b.Text}
+					if b.Cache {
+						tb.CacheControl = anthropic.NewCacheControlEphemeralParam()
+					}
+					blocks = append(blocks, anthropic.ContentBlockParamUnion{OfText: &tb})
 				}
 			case BlockThinking:
 				blocks = append(blocks, anthropic.NewThinkingBlock(b.Signature, b.Thinking))
@@ -205,6 +214,9 @@ func anthropicParams(req *Request) (anthropic.MessageNewParams, error) {
 			tp.Description = anthropic.String(t.Description)
 		}
 		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: &tp})
+	}
+	if n := len(p.Tools); n > 0 {
+		p.Tools[n-1].OfTool.CacheControl = anthropic.NewCacheControlEphemeralParam()
 	}
 	return p, nil
 }

@@ -63,6 +63,10 @@ type Block struct {
 	ToolUseID string  `json:"tool_use_id,omitempty"`
 	Content   []Block `json:"content,omitempty"`
 	IsError   bool    `json:"is_error,omitempty"`
+	// Cache marks the end of a stable prefix of the request (a compacted
+	// conversation's summary): the Anthropic provider puts a prompt-cache
+	// breakpoint there, so later requests read the prefix from the cache.
+	Cache bool `json:"cache,omitempty"`
 }
 
 // Text returns a text block.
@@ -94,7 +98,18 @@ type Request struct {
 	// of a request a crash cut off is the same request to the upstream.
 	// The same op always carries the same key.
 	IdempotencyKey string
+	// Purpose is PurposeCompaction for the request that summarises the
+	// oldest turns of a conversation too long for the model's window;
+	// empty for a turn's own requests.
+	Purpose string
+	// Summarized is how many assistant messages the conversation's leading
+	// summary stands for (0: not compacted). Providers send nothing for
+	// it; the scripted one counts them, so a script stays positional.
+	Summarized int
 }
+
+// PurposeCompaction is Request.Purpose of a compaction's summary request.
+const PurposeCompaction = "compaction"
 
 // Usage counts the tokens of one call.
 type Usage struct {

@@ -32,7 +32,21 @@ type Route struct {
 	// (a gateway, a proxy) dedupes requests on; every request then carries
 	// its op id there. Empty: no key is sent.
 	IdempotencyHeader string
+	// ContextWindow is the model's context window in tokens (0: the
+	// default, DefaultContextWindow for Claude models, else unknown and
+	// never compacted). CompactAt is the share of it a request may fill
+	// before the conversation is compacted (0: DefaultCompactAt).
+	ContextWindow int64
+	CompactAt     float64
 }
+
+// Context window defaults. Every current Claude model has a 200k-token
+// window (the 1M one of some is a beta the operator opts into with
+// context_window); other models' windows vary too much to guess.
+const (
+	DefaultContextWindow = 200_000
+	DefaultCompactAt     = 0.8
+)
 
 // RegistryConfig configures a Registry.
 type RegistryConfig struct {
@@ -52,7 +66,11 @@ type Resolved struct {
 	// Model is the name to send to the provider.
 	Model     string
 	MaxTokens int64
-	Route     Route
+	// ContextWindow (0: unknown, no compaction) and CompactAt are the
+	// route's, defaults applied.
+	ContextWindow int64
+	CompactAt     float64
+	Route         Route
 }
 
 // Registry resolves model ids to providers, building each provider once.
@@ -150,6 +168,13 @@ func (r *Registry) Resolve(modelID string) (*Resolved, error) {
 	}
 	if res.MaxTokens <= 0 {
 		res.MaxTokens = DefaultMaxTokens
+	}
+	res.ContextWindow, res.CompactAt = rt.ContextWindow, rt.CompactAt
+	if res.ContextWindow <= 0 && rt.Provider == ProviderAnthropic && strings.HasPrefix(res.Model, "claude-") {
+		res.ContextWindow = DefaultContextWindow
+	}
+	if res.CompactAt <= 0 || res.CompactAt > 1 {
+		res.CompactAt = DefaultCompactAt
 	}
 	return res, nil
 }

@@ -23,9 +23,14 @@ import (
 //	  {"tool_calls": [{"name": "bash", "input": {"command": "echo hi > a.txt"}}]},
 //	  {"text": "Done."}
 //	]}
+//
+// A compaction's summary request (Request.Purpose) is not a turn: it is
+// answered with Summary, or, when that is empty, a summary naming how many
+// messages it replaces.
 type Script struct {
-	Turns []ScriptTurn `json:"turns"`
-	Loop  bool         `json:"loop,omitempty"`
+	Turns   []ScriptTurn `json:"turns"`
+	Loop    bool         `json:"loop,omitempty"`
+	Summary string       `json:"summary,omitempty"`
 }
 
 // ScriptTurn is one assistant response.
@@ -131,7 +136,12 @@ func (s *Scripted) Stream(ctx context.Context, req *Request, onBlock OnBlock) (*
 // (else the call fails, so a test sees a wrong prefill), and the answer is
 // the rest: the remainder of the text in progress, then the blocks after.
 func (s *Scripted) StreamPartial(ctx context.Context, req *Request, onBlock OnBlock, onDelta OnDelta) (*Response, error) {
-	n := 0
+	if req.Purpose == PurposeCompaction {
+		return s.summarize(ctx, req, onBlock)
+	}
+	// The assistant messages a summary replaced still count: the script's
+	// position is the conversation's, not the request's.
+	n := req.Summarized
 	for _, m := range req.Messages {
 		if m.Role == RoleAssistant {
 			n++
@@ -254,4 +264,22 @@ func cutPieces(pieces []string, skip int) []string {
 		}
 	}
 	return out
+}
+
+// summarize answers a compaction's summary request.
+func (s *Scripted) summarize(ctx context.Context, req *Request, onBlock OnBlock) (*Response, error) {
+	if err := ctx.Err(); err != nil {
+		return &Response{}, err
+	}
+	text := s.script.Summary
+	if text == "" {
+		text = fmt.Sprintf("Summary of the %d earlier messages of the conversation.", max(len(req.Messages)-1, 0))
+	}
+	resp := &Response{Content: []Block{Text(text)}, StopReason: StopEndTurn}
+	if onBlock != nil {
+		if err := onBlock(resp.Content[0]); err != nil {
+			return resp, err
+		}
+	}
+	return resp, nil
 }

@@ -44,10 +44,31 @@ type convo struct {
 	spanOpen      string
 	stepTexts     []string
 	stepThinkings int
+	// ends[i] are the first and last events folded into msgs[i], and
+	// pending those of the gathered user content: a compaction names the
+	// events it replaced, and a rebuilt conversation cuts at the same
+	// message (convo_compact.go). cur is the event being folded.
+	ends    []msgEvents
+	pending msgEvents
+	cur     string
+	// summarized counts the assistant messages compactions replaced by
+	// the summary that leads msgs.
+	summarized int
+}
+
+// msgEvents are the first and last events folded into a message.
+type msgEvents struct{ first, last string }
+
+func (m *msgEvents) add(id string) {
+	if m.first == "" {
+		m.first = id
+	}
+	m.last = id
 }
 
 type queuedMsg struct {
 	seq    int64
+	id     string
 	blocks []model.Block
 }
 
@@ -127,7 +148,7 @@ func (c *convo) fold(ev store.SessionEvent) {
 	if ev.Seq <= c.seq {
 		return
 	}
-	c.seq = ev.Seq
+	c.seq, c.cur = ev.Seq, ev.ID
 	var b eventBody
 	if err := json.Unmarshal(ev.Data, &b); err != nil {
 		return
@@ -135,7 +156,7 @@ func (c *convo) fold(ev store.SessionEvent) {
 	switch ev.Type {
 	case EventUserMessage:
 		c.lastUserSeq = ev.Seq
-		c.queued = append(c.queued, queuedMsg{seq: ev.Seq, blocks: textBlocks(b.Content)})
+		c.queued = append(c.queued, queuedMsg{seq: ev.Seq, id: ev.ID, blocks: textBlocks(b.Content)})
 	case EventUserInterrupt:
 		c.lastUserSeq = ev.Seq
 	case EventStatusRunning:
@@ -143,6 +164,7 @@ func (c *convo) fold(ev store.SessionEvent) {
 		c.requiresAction = false
 		for _, q := range c.queued {
 			c.userText = append(c.userText, q.blocks...)
+			c.pending.add(q.id)
 		}
 		c.queued = nil
 	case EventAgentMessage:
@@ -180,22 +202,27 @@ func (c *convo) fold(ev store.SessionEvent) {
 	case EventAgentToolResult:
 		if c.take(b.ToolUseID) != nil {
 			c.results = append(c.results, model.Block{Type: model.BlockToolResult, ToolUseID: b.ToolUseID, Content: joinText(b.Content), IsError: b.IsError})
+			c.pending.add(ev.ID)
 		}
 	case EventAgentMCPToolResult:
 		if c.take(b.MCPToolUseID) != nil {
 			c.results = append(c.results, model.Block{Type: model.BlockToolResult, ToolUseID: b.MCPToolUseID, Content: joinText(b.Content), IsError: b.IsError})
+			c.pending.add(ev.ID)
 		}
 	case EventUserCustomToolResult:
 		c.lastUserSeq = ev.Seq
 		if cl := c.find(b.CustomToolUseID); cl != nil && cl.custom {
 			c.take(b.CustomToolUseID)
 			c.results = append(c.results, model.Block{Type: model.BlockToolResult, ToolUseID: b.CustomToolUseID, Content: joinText(b.Content), IsError: b.IsError})
+			c.pending.add(ev.ID)
 		}
 	case EventUserToolConfirmation:
 		c.lastUserSeq = ev.Seq
 		if cl := c.find(b.ToolUseID); cl != nil && cl.ask && cl.decision == "" {
 			cl.decision, cl.denyMessage = b.Result, b.DenyMessage
 		}
+	case EventThreadContextCompacted:
+		c.compacted(ev.Data)
 	case EventStatusIdle:
 		c.idleSeq, c.spanOpen = ev.Seq, ""
 		c.requiresAction = b.StopReason != nil && b.StopReason.Type == StopRequiresAction
@@ -244,9 +271,11 @@ func (c *convo) addAssistant(b model.Block) {
 	c.flushUser()
 	if n := len(c.msgs); n > 0 && c.msgs[n-1].Role == model.RoleAssistant {
 		c.msgs[n-1].Content = append(c.msgs[n-1].Content, b)
+		c.ends[n-1].add(c.cur)
 		return
 	}
 	c.msgs = append(c.msgs, model.Message{Role: model.RoleAssistant, Content: []model.Block{b}})
+	c.ends = append(c.ends, msgEvents{first: c.cur, last: c.cur})
 }
 
 // flushUser closes the gathered user content into a message. Tool uses
@@ -259,7 +288,11 @@ func (c *convo) flushUser() {
 	c.closeOpen()
 	content := append(append([]model.Block(nil), c.results...), c.userText...)
 	c.msgs = append(c.msgs, model.Message{Role: model.RoleUser, Content: content})
-	c.results, c.userText = nil, nil
+	if c.pending.first == "" {
+		c.pending.add(c.cur) // only error results: the event that closed them
+	}
+	c.ends = append(c.ends, c.pending)
+	c.results, c.userText, c.pending = nil, nil, msgEvents{}
 }
 
 // closeOpen gives every open tool use an error result.

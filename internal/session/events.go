@@ -29,6 +29,10 @@ const (
 	EventSessionError         = "session.error"
 	EventSpanModelStart       = "span.model_request_start"
 	EventSpanModelEnd         = "span.model_request_end"
+	// EventThreadContextCompacted: the conversation sent to the model was
+	// compacted (see turn_compact.go); the events it replaced stay in the
+	// log.
+	EventThreadContextCompacted = "agent.thread_context_compacted"
 )
 
 // Stop reasons of session.status_idle.

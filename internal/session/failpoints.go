@@ -28,7 +28,10 @@ const (
 	// FailAfterBackgroundReport: a background task's end is reported to the
 	// model (its user.message is stored); the task is not marked finished.
 	FailAfterBackgroundReport = "after-background-report"
+	// FailMidCompaction: a compaction's summary request is journalled
+	// (op_started); it is not sent yet and no compaction event exists.
+	FailMidCompaction = "mid-compaction"
 )
 
 // Failpoints lists every failpoint, for the crash-test hook.
-var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailMidModelBlock, FailBeforeToolExec, FailAfterToolExec, FailBeforeMCPCall, FailAfterBackgroundReport}
+var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailMidModelBlock, FailBeforeToolExec, FailAfterToolExec, FailBeforeMCPCall, FailAfterBackgroundReport, FailMidCompaction}

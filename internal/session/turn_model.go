@@ -70,12 +70,15 @@ func (w *worker) loop(ctx context.Context, ts *turnState) (map[string]any, error
 			return nil, errInterrupt
 		}
 		ts.step = step
-		req := &model.Request{Model: prov.Model, MaxTokens: prov.MaxTokens, System: system,
-			Messages: w.conv.messages(), Tools: ts.tools.Tools}
+		req := &model.Request{Model: prov.Model, MaxTokens: prov.MaxTokens, System: system, Tools: ts.tools.Tools}
+		if err := w.fitContext(ctx, ts, prov, req, step); err != nil {
+			return nil, err
+		}
 		resp, err := w.modelCall(ctx, ts, prov, req, step)
 		if err != nil {
 			return nil, err
 		}
+		w.counted(req, resp)
 		if sr, err := w.afterModel(ctx, ts, resp, step); sr != nil || err != nil {
 			return sr, err
 		}

@@ -16,6 +16,9 @@ type worker struct {
 	id   string
 	wake chan struct{}
 	conv *convo
+	// ctxBase: the provider's count of the last request, for the token
+	// estimate of the next (turn_compact.go).
+	ctxBase ctxBase
 	// agent caches the parsed agent (by id and version).
 	agent    *agentSpec
 	agentKey string
@@ -107,7 +110,7 @@ func (w *worker) drain(ctx context.Context) {
 		if w.conv == nil || rec != nil || s.Lineage.Rewinds != w.rewinds {
 			// Recovery rebuilds the conversation from the store alone, and
 			// so does a worker whose log was rewound under it.
-			w.conv, w.rewinds, w.workspaceKnown = newConvo(), s.Lineage.Rewinds, false
+			w.conv, w.rewinds, w.workspaceKnown, w.ctxBase = newConvo(), s.Lineage.Rewinds, false, ctxBase{}
 		}
 		if err := w.sync(ctx); err != nil {
 			w.r.log.WarnContext(ctx, "session events load", "session", w.id, "err", err)

@@ -40,6 +40,10 @@ type Turn struct {
 	Status       int
 	InputTokens  int64
 	OutputTokens int64
+	// CacheReadTokens and CacheCreationTokens are the usage's prompt-cache
+	// counts.
+	CacheReadTokens     int64
+	CacheCreationTokens int64
 }
 
 // Message is a message of a received request.
@@ -206,7 +210,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": "msg_fake", "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": in, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+		"usage": map[string]any{"input_tokens": in, "output_tokens": 1, "cache_creation_input_tokens": turn.CacheCreationTokens, "cache_read_input_tokens": turn.CacheReadTokens},
 	}})
 	send("ping", map[string]any{"type": "ping"})
 	idx := 0
