@@ -52,40 +52,14 @@ func longNote(i int) string {
 // listed.
 func TestLongConversationIsCompacted(t *testing.T) {
 	fake := compactingModel(t)
-	d := daemontest.Start(t, func(c *config.Config) {
-		c.Models = map[string]config.ModelConfig{"claude-*": {Provider: config.ProviderAnthropic, BaseURL: fake.URL, APIKey: "sk-fake",
-			ContextWindow: 4000, CompactAt: 0.5}}
-	})
-	ctx := context.Background()
-	c := anthropic.NewClient(option.WithBaseURL(d.URL), option.WithAPIKey(d.AdminKey), option.WithMaxRetries(0))
-	agent, err := c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{
-		Name: "long", System: anthropic.String("Keep notes."),
-		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-5"},
-		Tools: []anthropic.BetaAgentNewParamsToolUnion{
-			{OfCustom: &anthropic.BetaManagedAgentsCustomToolParams{Name: "lookup", Description: "look up", Type: anthropic.BetaManagedAgentsCustomToolParamsTypeCustom,
-				InputSchema: anthropic.BetaManagedAgentsCustomToolInputSchemaParam{Properties: map[string]any{"q": map[string]any{"type": "string"}}}}},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "long"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
-		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(agent.ID)}, EnvironmentID: env.ID,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, sid := compactSession(t, fake)
 	const turns = 7
 	for i := 1; i <= turns; i++ {
-		sendText(t, c, s.ID, longNote(i))
-		waitIdles(t, c, s.ID, i)
+		sendText(t, c, sid, longNote(i))
+		waitIdles(t, c, sid, i)
 	}
 
-	evs := listEvents(t, c, s.ID)
+	evs := listEvents(t, c, sid)
 	var compactions []anthropic.BetaManagedAgentsSessionEventUnion
 	users := 0
 	for _, ev := range evs {
@@ -173,10 +147,45 @@ func TestLongConversationIsCompacted(t *testing.T) {
 			t.Fatalf("span end %s, want 7 cache read tokens", ev.RawJSON())
 		}
 	}
-	got, err := c.Beta.Sessions.Get(ctx, s.ID, anthropic.BetaSessionGetParams{})
+	got, err := c.Beta.Sessions.Get(context.Background(), sid, anthropic.BetaSessionGetParams{})
 	if err != nil || got.Usage.CacheReadInputTokens != 7*int64(len(reqs)) {
 		t.Fatalf("session usage %+v (%v), want %d cache read tokens (the summary request's included)", got.Usage, err, 7*len(reqs))
 	}
+}
+
+// compactSession starts a daemon whose claude-* models are fake's with a
+// 4000-token window compacted at half, and a session of an agent with a
+// custom tool.
+func compactSession(t *testing.T, fake *anthropictest.Server) (anthropic.Client, string) {
+	t.Helper()
+	d := daemontest.Start(t, func(c *config.Config) {
+		c.Models = map[string]config.ModelConfig{"claude-*": {Provider: config.ProviderAnthropic, BaseURL: fake.URL, APIKey: "sk-fake",
+			ContextWindow: 4000, CompactAt: 0.5}}
+	})
+	ctx := context.Background()
+	c := anthropic.NewClient(option.WithBaseURL(d.URL), option.WithAPIKey(d.AdminKey), option.WithMaxRetries(0))
+	agent, err := c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{
+		Name: "long", System: anthropic.String("Keep notes."),
+		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-5"},
+		Tools: []anthropic.BetaAgentNewParamsToolUnion{
+			{OfCustom: &anthropic.BetaManagedAgentsCustomToolParams{Name: "lookup", Description: "look up", Type: anthropic.BetaManagedAgentsCustomToolParamsTypeCustom,
+				InputSchema: anthropic.BetaManagedAgentsCustomToolInputSchemaParam{Properties: map[string]any{"q": map[string]any{"type": "string"}}}}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := c.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
+		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(agent.ID)}, EnvironmentID: env.ID,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, s.ID
 }
 
 func sendText(t *testing.T, c anthropic.Client, sid, text string) {
@@ -233,5 +242,83 @@ func waitIdles(t *testing.T, c anthropic.Client, sid string, n int) {
 			t.Fatalf("session %s never reached %d idles", sid, n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestOldToolOutputsAreDroppedFirst: when most of a long conversation is
+// tool output, dropping the output of all but the last turns brings the
+// request under the threshold: the compaction drops them (no summary
+// request), the model sees a placeholder for the old ones and the recent
+// ones whole, and the log still lists every result whole.
+func TestOldToolOutputsAreDroppedFirst(t *testing.T) {
+	fake := anthropictest.New(t, func(r anthropictest.Request) anthropictest.Turn {
+		raw, _ := json.Marshal(r.Messages)
+		in := int64(len(raw)+len(r.System)) / 4
+		if isSummaryRequest(r) {
+			return anthropictest.Turn{Text: summaryText, InputTokens: in}
+		}
+		bs := r.Blocks(len(r.Messages) - 1)
+		if bs[0].Type == "tool_result" {
+			return anthropictest.Turn{Text: "noted", InputTokens: in}
+		}
+		return anthropictest.Turn{ToolUses: []anthropictest.ToolUse{{Name: "lookup", Input: map[string]any{"q": bs[0].Text}}}, InputTokens: in}
+	})
+	c, sid := compactSession(t, fake)
+	output := func(i int) string { return fmt.Sprintf("output %d: ", i) + strings.Repeat("data ", 300) }
+	const rounds = 5
+	for i := 1; i <= rounds; i++ {
+		sendText(t, c, sid, fmt.Sprintf("look up %d", i))
+		waitIdles(t, c, sid, 2*i-1)
+		var use string
+		for _, ev := range listEvents(t, c, sid) {
+			if ev.Type == "agent.custom_tool_use" {
+				use = ev.ID
+			}
+		}
+		_, err := c.Beta.Sessions.Events.Send(context.Background(), sid, anthropic.BetaSessionEventSendParams{
+			Events: []anthropic.BetaManagedAgentsEventParamsUnion{{OfUserCustomToolResult: &anthropic.BetaManagedAgentsUserCustomToolResultEventParams{
+				Type: anthropic.BetaManagedAgentsUserCustomToolResultEventParamsTypeUserCustomToolResult, CustomToolUseID: use,
+				Content: []anthropic.BetaManagedAgentsUserCustomToolResultEventParamsContentUnion{{OfText: &anthropic.BetaManagedAgentsTextBlockParam{Type: anthropic.BetaManagedAgentsTextBlockTypeText, Text: output(i)}}},
+			}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitIdles(t, c, sid, 2*i)
+	}
+	evs := listEvents(t, c, sid)
+	var compactions []string
+	results := 0
+	for _, ev := range evs {
+		switch ev.Type {
+		case "agent.thread_context_compacted":
+			compactions = append(compactions, ev.RawJSON())
+		case "user.custom_tool_result":
+			if strings.Contains(ev.RawJSON(), output(results+1)) {
+				results++
+			}
+		}
+	}
+	if results != rounds {
+		t.Fatalf("%d of %d tool results listed whole", results, rounds)
+	}
+	if len(compactions) != 1 || !strings.Contains(compactions[0], `"strategy":"drop_tool_results"`) {
+		t.Fatalf("compactions %v, want one that drops tool outputs", compactions)
+	}
+	reqs := fake.Requests()
+	for _, r := range reqs {
+		if isSummaryRequest(r) {
+			t.Fatal("a summary was asked for although dropping tool outputs was enough")
+		}
+	}
+	last := reqs[len(reqs)-1]
+	var texts []string
+	for _, b := range last.AllBlocks() {
+		if b.Type == "tool_result" {
+			texts = append(texts, b.ToolResultText())
+		}
+	}
+	if len(texts) != rounds || !strings.Contains(texts[0], "tool output dropped") || texts[rounds-1] != output(rounds) {
+		t.Fatalf("tool results of the last request: %.80q", texts)
 	}
 }
