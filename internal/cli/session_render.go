@@ -38,6 +38,13 @@ type wireEvent struct {
 		Type     string   `json:"type"`
 		EventIDs []string `json:"event_ids"`
 	} `json:"stop_reason"`
+	// agent.thread_context_compacted
+	Strategy string `json:"strategy"`
+	Replaced struct {
+		Messages int `json:"messages"`
+	} `json:"replaced"`
+	TokensBefore int64 `json:"input_tokens_before"`
+	TokensAfter  int64 `json:"input_tokens_after"`
 }
 
 type wireBlock struct {
@@ -112,6 +119,12 @@ func (r *renderer) event(raw string) {
 			msg += ")"
 		}
 		r.line(at, "status", msg)
+	case "agent.thread_context_compacted":
+		how := "summarised"
+		if e.Strategy == "drop_tool_results" {
+			how = "tool outputs dropped from"
+		}
+		r.line(at, "context", fmt.Sprintf("compacted: %s %d messages, ~%d → ~%d tokens", how, e.Replaced.Messages, e.TokensBefore, e.TokensAfter))
 	case "session.status_rescheduled":
 		r.line(at, "status", "rescheduled (recovering the turn)")
 	case "session.status_terminated":

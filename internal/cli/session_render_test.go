@@ -18,6 +18,7 @@ func TestRendererShowsToolCallsAndClipsOutput(t *testing.T) {
 		`{"id":"sevt_4","type":"session.error","error":{"type":"model_request_failed_error","message":"no key"}}`,
 		`{"id":"sevt_5","type":"session.status_idle","stop_reason":{"type":"requires_action","event_ids":["sevt_9"]}}`,
 		`{"id":"sevt_6","type":"agent.message","content":[{"type":"text","text":"two\nlines"}]}`,
+		`{"id":"sevt_7","type":"agent.thread_context_compacted","strategy":"summary","replaced":{"messages":7},"input_tokens_before":2888,"input_tokens_after":1405}`,
 	} {
 		r.event(raw)
 	}
@@ -29,6 +30,7 @@ func TestRendererShowsToolCallsAndClipsOutput(t *testing.T) {
 		"error     model_request_failed_error: no key",
 		"status    idle (requires_action: sevt_9)",
 		"agent     two\n                    lines\n",
+		"context   compacted: summarised 7 messages, ~2888 → ~1405 tokens",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
