@@ -149,6 +149,10 @@ func TestDeploymentsThroughTheSDK(t *testing.T) {
 	if err != nil || len(evs.Data) == 0 || evs.Data[0].Type != "user.message" || !strings.Contains(evs.Data[0].RawJSON(), "Any news?") {
 		t.Fatalf("run's session events: %v %v", evs, err)
 	}
+	byDep, err := c.Beta.Sessions.List(ctx, anthropic.BetaSessionListParams{DeploymentID: anthropic.String(dep.ID)})
+	if err != nil || len(byDep.Data) != 1 || byDep.Data[0].ID != run.SessionID {
+		t.Fatalf("sessions of the deployment: %v %v", byDep, err)
+	}
 	un, err := c.Beta.Deployments.Unpause(ctx, dep.ID, anthropic.BetaDeploymentUnpauseParams{Betas: betas, WorkspaceID: ws})
 	if err != nil || un.Status != "active" || un.PausedReason.Type != "" {
 		t.Fatalf("unpause: %v %v", un, err)

@@ -89,7 +89,8 @@ func (s *Service) ArchiveDeployment(ctx context.Context, tenantID, id string) (m
 	return s.changeDeployment(ctx, tenantID, id, func(row *store.Deployment, _ *deploymentDoc) error {
 		if row.ArchivedAt == nil {
 			now := s.clock()
-			row.ArchivedAt = &now
+			// The SDK: archived deployments report active, archived_at set.
+			row.ArchivedAt, row.PausedReason = &now, nil
 		}
 		return nil
 	})

@@ -208,3 +208,13 @@ func nilIfEmpty(v string) any {
 	}
 	return v
 }
+
+// SessionDeploymentID is the deployment whose run created the session
+// ("" when none did).
+func SessionDeploymentID(ms *store.ManagedSession) string {
+	var d struct {
+		DeploymentID string `json:"deployment_id"`
+	}
+	_ = json.Unmarshal(ms.Doc, &d)
+	return d.DeploymentID
+}
