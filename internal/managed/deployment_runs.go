@@ -75,16 +75,42 @@ func (s *Service) startRun(ctx context.Context, run *store.DeploymentRun) (*stor
 		return nil, err
 	}
 	s.log.Warn("deployment run could not create its session", "deployment", row.ID, "run", run.ID, "err", err)
-	return s.depl.StartDeploymentRun(ctx, run.ID, "", MustJSON(map[string]string{"type": runErrorType(ie), "message": ie.Msg}))
+	typ := runErrorType(ie)
+	out, err := s.depl.StartDeploymentRun(ctx, run.ID, "", MustJSON(map[string]string{"type": typ, "message": ie.Msg}))
+	if err == nil && run.Trigger == store.TriggerSchedule && pausingErrors[typ] {
+		// Every later fire would fail the same way until someone fixes
+		// the deployment: pause it, saying why (the SDK's error reason).
+		reason := MustJSON(map[string]any{"type": "error", "error": map[string]string{"type": typ}})
+		_, perr := s.changeDeployment(ctx, run.TenantID, row.ID, func(r *store.Deployment, _ *deploymentDoc) error {
+			if r.PausedReason == nil && r.ArchivedAt == nil {
+				r.PausedReason = reason
+			}
+			return nil
+		})
+		if perr != nil {
+			s.log.Warn("deployment could not be paused after a failed run", "deployment", row.ID, "err", perr)
+		}
+	}
+	return out, err
+}
+
+// pausingErrors are the run errors that pause a scheduled deployment:
+// what it names is gone or archived, so every later fire would fail too.
+var pausingErrors = map[string]bool{
+	"agent_archived_error": true, "environment_archived_error": true, "environment_not_found_error": true,
+	"vault_not_found_error": true, "file_not_found_error": true,
 }
 
 // runErrorType names a refused session create as the SDK's run errors do.
 func runErrorType(ie *InputError) string {
 	field := strings.SplitN(ie.Field, "[", 2)[0]
+	// An archived agent or environment is a 409 whose message ends by
+	// naming the field.
+	names := func(f string) bool { return field == f || strings.HasSuffix(ie.Msg, "(field \""+f+"\")") }
 	switch {
-	case field == "agent" && ie.Status == http.StatusConflict:
+	case names("agent") && ie.Status == http.StatusConflict:
 		return "agent_archived_error"
-	case field == "environment_id" && ie.Status == http.StatusConflict:
+	case names("environment_id") && ie.Status == http.StatusConflict:
 		return "environment_archived_error"
 	case strings.Contains(ie.Msg, "environment") && ie.Status == http.StatusNotFound:
 		return "environment_not_found_error"

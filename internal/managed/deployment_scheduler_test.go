@@ -3,6 +3,7 @@ package managed
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,5 +220,32 @@ func TestDeploymentScheduleRefusals(t *testing.T) {
 	}
 	if !days[time.Friday] || !days[time.Saturday] || !days[time.Sunday] || len(days) != 3 {
 		t.Fatalf("5-7 fired on %v, want Friday to Sunday", days)
+	}
+}
+
+// A scheduled run whose agent was archived records the error and pauses
+// the deployment, saying why: the later fires would all fail.
+func TestFailedScheduledRunPausesTheDeployment(t *testing.T) {
+	f := newSchedFixture(t)
+	_, d, err := f.s.deployment(f.ctx, "ten_a", f.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.ArchiveAgent(f.ctx, "ten_a", d.Agent.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.poll(4 * time.Minute); n != 1 {
+		t.Fatalf("fired %d runs at 12:05, want 1", n)
+	}
+	runs, err := f.s.ListDeploymentRuns(f.ctx, "ten_a", store.ListDeploymentRunsParams{DeploymentID: f.id})
+	if err != nil || len(runs) != 1 || runs[0].SessionID != "" || !strings.Contains(string(runs[0].Error), `"agent_archived_error"`) {
+		t.Fatalf("runs: %+v %s %v", runs, runs[0].Error, err)
+	}
+	got, err := f.s.GetDeployment(f.ctx, "ten_a", f.id)
+	if err != nil || got["status"] != "paused" || !strings.Contains(string(MustJSON(got["paused_reason"])), `"agent_archived_error"`) {
+		t.Fatalf("deployment after the failed run: %v %v", got, err)
+	}
+	if n := f.poll(time.Hour); n != 0 || f.sessions() != 0 {
+		t.Fatalf("the paused deployment fired %d more runs", n)
 	}
 }
