@@ -294,6 +294,21 @@ func (w *managedWalker) newCase(t *testing.T, body string, typ reflect.Type, l l
 		rid := jsonAt(s, ".resources[0].id").(string)
 		c.state["session"], c.state["resource"] = s["id"], rid
 		base, method, path = map[string]any{}, "POST", "/v1/sessions/"+s["id"].(string)+"/resources/"+rid
+	case "deployment.create", "deployment.update":
+		// The agent's versions differ, so a check can tell which one a
+		// run's session runs.
+		id := w.agent(t, map[string]any{"system": "v1 of " + c.marker})
+		w.post(t, "/v1/agents/"+id, map[string]any{"system": "v2 of " + c.marker})
+		c.state["agent"] = id
+		c.state["fill.agent<OfBetaManagedAgentsAgents>.id"] = id
+		dep := map[string]any{"agent": id, "environment_id": w.envID, "name": "walk",
+			"initial_events": []any{map[string]any{"type": "user.message", "content": []any{map[string]any{"type": "text", "text": "walk"}}}}}
+		base, method, path = dep, "POST", "/v1/deployments"
+		if body == "deployment.update" {
+			did := w.post(t, "/v1/deployments", dep)["id"].(string)
+			c.state["deployment"] = did
+			base, path = map[string]any{}, "/v1/deployments/"+did
+		}
 	default:
 		t.Fatalf("no sender for %s", body)
 	}
@@ -369,7 +384,7 @@ func (w *managedWalker) echoes(path string) func(*testing.T, *fieldCase) {
 		if out == nil {
 			return
 		}
-		kind := map[string]string{"agent": "agents", "environment": "environments", "session": "sessions"}[strings.Split(c.body, ".")[0]]
+		kind := map[string]string{"agent": "agents", "environment": "environments", "session": "sessions", "deployment": "deployments"}[strings.Split(c.body, ".")[0]]
 		_, got := w.do(t, "GET", "/v1/"+kind+"/"+out["id"].(string), nil)
 		for _, o := range []map[string]any{out, got} {
 			holds(t, c, path, jsonAt(o, path), c.value)

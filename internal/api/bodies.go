@@ -41,6 +41,8 @@ var requestBodies = map[string]any{
 	"POST /v1/agents/{id}":                       ManagedBody("BetaAgentUpdateParams"),
 	"POST /v1/environments":                      ManagedBody("BetaEnvironmentNewParams"),
 	"POST /v1/environments/{id}":                 ManagedBody("BetaEnvironmentUpdateParams"),
+	"POST /v1/deployments":                       ManagedBody("BetaDeploymentNewParams"),
+	"POST /v1/deployments/{id}":                  ManagedBody("BetaDeploymentUpdateParams"),
 	"POST /v1/sessions":                          ManagedBody("BetaSessionNewParams"),
 	"POST /v1/sessions/{id}":                     ManagedBody("BetaSessionUpdateParams"),
 	"POST /v1/sessions/{id}/events":              ManagedBody("BetaSessionEventSendParams"),

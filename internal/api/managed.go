@@ -95,6 +95,10 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 	if o.Resources != nil {
 		s.registerResourceRoutes(m)
 	}
+	if m.svc.HasDeployments() {
+		s.registerDeploymentRoutes(m)
+	}
+	s.managedSvc = m.svc
 	if o.Lineage != nil {
 		s.registerLineageRoutes(m, o.Lineage)
 	}

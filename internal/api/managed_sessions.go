@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/agentkernel/agentkernel/internal/managed"
 	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
@@ -70,9 +71,6 @@ func (m *managedAPI) listSessions(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = checkQuery(q, withCursor("include_archived", "agent_id", "agent_version", "statuses", "deployment_id", "memory_store_id")...)
 	}
-	if err == nil && q.Get("deployment_id") != "" {
-		err = BadRequest("query parameter \"deployment_id\" is not supported yet: agentkernel has no deployments")
-	}
 	if err == nil && q.Get("memory_store_id") != "" {
 		err = BadRequest("query parameter \"memory_store_id\" is not supported yet: agentkernel has no memory stores")
 	}
@@ -114,7 +112,8 @@ func (m *managedAPI) listSessions(w http.ResponseWriter, r *http.Request) {
 		return list.Page(r.Context(), lp)
 	}, func(s *store.ManagedSession) string { return s.ID }, func(s *store.ManagedSession) bool {
 		return p.inTime(s.CreatedAt) && (agentVersion == 0 || s.AgentVersion == agentVersion) &&
-			(len(statuses) == 0 || slices.Contains(statuses, list.Status(s)))
+			(len(statuses) == 0 || slices.Contains(statuses, list.Status(s))) &&
+			(q.Get("deployment_id") == "" || managed.SessionDeploymentID(s) == q.Get("deployment_id"))
 	})
 	if err != nil {
 		m.writeError(w, r, err)

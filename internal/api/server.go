@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agentkernel/agentkernel/internal/files"
+	"github.com/agentkernel/agentkernel/internal/managed"
 	"github.com/agentkernel/agentkernel/internal/monitor"
 	"github.com/agentkernel/agentkernel/internal/object"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
@@ -60,7 +61,14 @@ type Server struct {
 	files     *files.Service
 	mux       *routeMux
 	handler   http.Handler
+	// managedSvc is the Managed Agents domain (nil without it); the
+	// daemon runs the deployment scheduler over it.
+	managedSvc *managed.Service
 }
+
+// ManagedService is the Managed Agents domain the API serves (nil when
+// the API serves none).
+func (s *Server) ManagedService() *managed.Service { return s.managedSvc }
 
 // routeMux is the ServeMux, keeping the patterns it serves and giving
 // every route that takes no body (see requestBodies) a handler that

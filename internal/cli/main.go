@@ -73,6 +73,7 @@ func root() command {
 			objectCommand(),
 			agentCommand(),
 			envCommand(),
+			deploymentCommand(),
 			sessionCommand(),
 			taskCommand(),
 			ticketCommand(),

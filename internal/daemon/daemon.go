@@ -23,6 +23,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/blob/fsblob"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/files"
+	managedsvc "github.com/agentkernel/agentkernel/internal/managed"
 	"github.com/agentkernel/agentkernel/internal/memory"
 	"github.com/agentkernel/agentkernel/internal/packages"
 	"github.com/agentkernel/agentkernel/internal/resources"
@@ -245,6 +246,13 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		Monitor:      mon,
 		Files:        d.files,
 	})
+	if svc := d.server.ManagedService(); svc != nil {
+		// Added last, so stopped first: no run starts while the session
+		// runtime stops.
+		if sched := svc.NewDeploymentScheduler(managedsvc.SchedulerConfig{AfterClaim: deploymentFaults(cfg.Home), Log: log}); sched != nil {
+			d.AddService(sched)
+		}
+	}
 	return d, nil
 }
 

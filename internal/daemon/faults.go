@@ -20,3 +20,7 @@ func fileFaults(string) func(key string) { return nil }
 
 // sqliteFaults adds no store options in production builds.
 func sqliteFaults(string) []sqlite.Option { return nil }
+
+// deploymentFaults is nil in production builds (the deployment
+// scheduler's AfterClaim).
+func deploymentFaults(string) func(runID string) { return nil }

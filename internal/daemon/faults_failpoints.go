@@ -106,3 +106,9 @@ func hangIfArmed(home, name, what string) {
 		time.Sleep(time.Hour)
 	}
 }
+
+// deploymentFaults hangs the deployment scheduler after it claimed a fire
+// and before the run's session exists (deployment-claim-hang).
+func deploymentFaults(home string) func(runID string) {
+	return func(runID string) { hangIfArmed(home, "deployment-claim-hang", runID) }
+}

@@ -30,7 +30,8 @@ type Service struct {
 	resources      *resources.Service // nil: a session's resources are refused
 	maxEventBytes  int
 	events         *session.EventLog
-	runner         Runner // nil: no runner to wake or destroy sessions with
+	runner         Runner                // nil: no runner to wake or destroy sessions with
+	depl           store.DeploymentStore // nil: the store keeps no deployments
 	log            *slog.Logger
 	now            func() time.Time
 }
@@ -62,6 +63,7 @@ type Options struct {
 func New(o Options) *Service {
 	s := &Service{st: o.Store, skills: o.Skills, packages: o.Packages, sandboxes: o.Sandboxes, sandboxNetwork: o.SandboxNetwork,
 		vaults: o.Vaults, resources: o.Resources, maxEventBytes: o.MaxEventBytes, events: o.Events, runner: o.Runner, log: o.Log, now: o.Now}
+	s.depl, _ = o.Store.(store.DeploymentStore)
 	if s.maxEventBytes <= 0 {
 		s.maxEventBytes = 256 << 10
 	}

@@ -22,6 +22,8 @@ type sessionDoc struct {
 	Resources json.RawMessage   `json:"resources"`
 	VaultIDs  []string          `json:"vault_ids"`
 	Budget    json.RawMessage   `json:"budget"`
+	// DeploymentID names the deployment whose run created the session.
+	DeploymentID string `json:"deployment_id,omitempty"`
 }
 
 const (
@@ -109,7 +111,7 @@ func sessionJSON(s *store.ManagedSession, d sessionDoc, status string, now time.
 		"agent": orDefault(d.Agent, json.RawMessage(`null`)), "environment_id": s.EnvironmentID,
 		"title": d.Title, "metadata": orEmptyMap(d.Metadata),
 		"resources": orEmptyArray(d.Resources), "vault_ids": vaults,
-		"budget": orDefault(d.Budget, json.RawMessage(`null`)), "deployment_id": nil,
+		"budget": orDefault(d.Budget, json.RawMessage(`null`)), "deployment_id": nilIfEmpty(d.DeploymentID),
 		"outcome_evaluations": []any{},
 		"stats":               map[string]float64{"active_seconds": s.ActiveSeconds, "duration_seconds": end.Sub(s.CreatedAt).Seconds()},
 		"usage":               usage,
@@ -197,4 +199,22 @@ func LineageJSON(s *store.ManagedSession) any {
 		out["branch_of"] = map[string]any{"session_id": l.BranchOf, "at_seq": l.BranchAtSeq, "branched_at": l.BranchedAt}
 	}
 	return out
+}
+
+// nilIfEmpty is JSON null for "".
+func nilIfEmpty(v string) any {
+	if v == "" {
+		return nil
+	}
+	return v
+}
+
+// SessionDeploymentID is the deployment whose run created the session
+// ("" when none did).
+func SessionDeploymentID(ms *store.ManagedSession) string {
+	var d struct {
+		DeploymentID string `json:"deployment_id"`
+	}
+	_ = json.Unmarshal(ms.Doc, &d)
+	return d.DeploymentID
 }

@@ -77,6 +77,21 @@ func (s *Service) GetSession(ctx context.Context, tenantID, id string) (map[stri
 // it runs (with its overrides), its environment, vaults, resources and
 // initial events, checked in full before anything is written.
 func (s *Service) CreateSession(ctx context.Context, tenantID string, in Obj) (map[string]any, error) {
+	return s.createSession(ctx, tenantID, in, sessionCreate{id: ids.New("sesn")})
+}
+
+// sessionCreate is how a session is created: its id, the deployment that
+// made it (if one did), or only checked (a deployment's recipe is checked
+// this way when stored, so a bad one is refused then, not at each fire).
+type sessionCreate struct {
+	id           string
+	deploymentID string
+	checkOnly    bool
+}
+
+// createSession is the one way a session is created (POST /v1/sessions
+// and deployment runs).
+func (s *Service) createSession(ctx context.Context, tenantID string, in Obj, o sessionCreate) (map[string]any, error) {
 	ref, err := parseAgentRef(in)
 	if err != nil {
 		return nil, err
@@ -103,11 +118,11 @@ func (s *Service) CreateSession(ctx context.Context, tenantID string, in Obj) (m
 	if err != nil {
 		return nil, err
 	}
-	d := sessionDoc{Agent: snap}
+	d := sessionDoc{Agent: snap, DeploymentID: o.deploymentID}
 	if err := firstErr(applySessionFields(in, &d, true), refuseSessionExtras(in), s.applyVaultIDs(ctx, in, &d, tenantID)); err != nil {
 		return nil, err
 	}
-	sessionID := ids.New("sesn")
+	sessionID := o.id
 	rs, err := s.buildSessionResources(ctx, tenantID, in, sessionID)
 	if err != nil {
 		return nil, err
@@ -123,7 +138,7 @@ func (s *Service) CreateSession(ctx context.Context, tenantID string, in Obj) (m
 	if err == nil {
 		err = in.Strict()
 	}
-	if err != nil {
+	if err != nil || o.checkOnly {
 		return nil, err
 	}
 	// The session, its resources and its initial events are one

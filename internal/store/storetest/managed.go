@@ -26,6 +26,7 @@ func ExerciseManaged(ctx context.Context, t *testing.T, newStore func(t *testing
 	}{
 		{"Agents", mgAgentCases},
 		{"Environments", mgEnvironmentCases},
+		{"Deployments", mgDeploymentCases},
 		{"Sessions", mgSessionCases},
 		{"Events", mgEventCases},
 		{"RunRows", mgRunRowCases},

@@ -1,0 +1,37 @@
+-- Scheduled deployments (issue 14): a deployment is a stored session
+-- recipe with an optional cron schedule. next_fire_at is the durable alarm
+-- of its schedule: the scheduler claims a due fire by advancing it and
+-- inserting the run in one transaction (version guards updates against a
+-- concurrent claim).
+CREATE TABLE deployments (
+    id            TEXT PRIMARY KEY,
+    tenant_id     TEXT NOT NULL,
+    agent_id      TEXT NOT NULL,
+    doc           TEXT NOT NULL,
+    paused_reason TEXT,
+    next_fire_at  INTEGER,
+    last_run_at   INTEGER,
+    archived_at   INTEGER,
+    version       INTEGER NOT NULL,
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL
+);
+CREATE INDEX deployments_tenant ON deployments (tenant_id, id);
+CREATE INDEX deployments_due ON deployments (next_fire_at) WHERE next_fire_at IS NOT NULL;
+
+-- A run is claimed first (session_id '' and error NULL) and started after:
+-- its session id is derived from the run id, so a start repeated after a
+-- crash finds the session it made instead of making a second one.
+CREATE TABLE deployment_runs (
+    id            TEXT PRIMARY KEY,
+    tenant_id     TEXT NOT NULL,
+    deployment_id TEXT NOT NULL,
+    agent         TEXT NOT NULL,
+    trigger_type  TEXT NOT NULL,
+    scheduled_at  INTEGER,
+    session_id    TEXT NOT NULL DEFAULT '',
+    error         TEXT,
+    created_at    INTEGER NOT NULL
+);
+CREATE INDEX deployment_runs_tenant ON deployment_runs (tenant_id, id);
+CREATE INDEX deployment_runs_unstarted ON deployment_runs (id) WHERE session_id = '' AND error IS NULL;
