@@ -94,7 +94,14 @@ type Request struct {
 	// of a request a crash cut off is the same request to the upstream.
 	// The same op always carries the same key.
 	IdempotencyKey string
+	// Purpose is PurposeGrader for an outcome grader's call, "" for the
+	// agent's. Providers send the request alike; the scripted provider
+	// answers a grader's call from the script's grader turns.
+	Purpose string
 }
+
+// PurposeGrader marks an outcome grader's model call.
+const PurposeGrader = "grader"
 
 // Usage counts the tokens of one call.
 type Usage struct {

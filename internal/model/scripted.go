@@ -23,9 +23,15 @@ import (
 //	  {"tool_calls": [{"name": "bash", "input": {"command": "echo hi > a.txt"}}]},
 //	  {"text": "Done."}
 //	]}
+//
+// Grader holds the answers to an outcome grader's calls (Request.Purpose
+// = PurposeGrader), picked the same way: the n-th evaluation of an outcome
+// (its request holds the n earlier verdicts as assistant messages) gets
+// Grader[n]; with Loop they repeat.
 type Script struct {
-	Turns []ScriptTurn `json:"turns"`
-	Loop  bool         `json:"loop,omitempty"`
+	Turns  []ScriptTurn `json:"turns"`
+	Grader []ScriptTurn `json:"grader,omitempty"`
+	Loop   bool         `json:"loop,omitempty"`
 }
 
 // ScriptTurn is one assistant response.
@@ -62,9 +68,12 @@ type Scripted struct {
 // gets their concatenation as its Text.
 func NewScripted(s Script) *Scripted {
 	s.Turns = append([]ScriptTurn(nil), s.Turns...)
-	for i := range s.Turns {
-		if t := &s.Turns[i]; t.Text == "" {
-			t.Text = strings.Join(t.Deltas, "")
+	s.Grader = append([]ScriptTurn(nil), s.Grader...)
+	for _, ts := range [][]ScriptTurn{s.Turns, s.Grader} {
+		for i := range ts {
+			if t := &ts[i]; t.Text == "" {
+				t.Text = strings.Join(t.Deltas, "")
+			}
 		}
 	}
 	return &Scripted{script: s}
@@ -107,7 +116,7 @@ func ParseScript(raw []byte, ext string) (Script, error) {
 	if len(s.Turns) == 0 {
 		return Script{}, fmt.Errorf("no turns")
 	}
-	for i, t := range s.Turns {
+	for i, t := range append(append([]ScriptTurn(nil), s.Turns...), s.Grader...) {
 		if len(t.Deltas) > 0 && t.Text != "" && t.Text != strings.Join(t.Deltas, "") {
 			return Script{}, fmt.Errorf("turns[%d]: text must be the concatenation of deltas", i)
 		}
@@ -141,13 +150,17 @@ func (s *Scripted) StreamPartial(ctx context.Context, req *Request, onBlock OnBl
 	if k := len(req.Messages); k > 0 && req.Messages[k-1].Role == RoleAssistant {
 		prefill, n = req.Messages[k-1].Content, n-1
 	}
-	if n >= len(s.script.Turns) {
-		if !s.script.Loop {
-			return nil, fmt.Errorf("%w (%d turns, call %d)", ErrScriptExhausted, len(s.script.Turns), n+1)
-		}
-		n %= len(s.script.Turns)
+	turns, what := s.script.Turns, "turns"
+	if req.Purpose == PurposeGrader {
+		turns, what = s.script.Grader, "grader turns"
 	}
-	t := s.script.Turns[n]
+	if n >= len(turns) {
+		if !s.script.Loop || len(turns) == 0 {
+			return nil, fmt.Errorf("%w (%d %s, call %d)", ErrScriptExhausted, len(turns), what, n+1)
+		}
+		n %= len(turns)
+	}
+	t := turns[n]
 	if t.DelayMS > 0 {
 		tm := time.NewTimer(time.Duration(t.DelayMS) * time.Millisecond)
 		select {
