@@ -44,6 +44,8 @@ type convo struct {
 	spanOpen      string
 	stepTexts     []string
 	stepThinkings int
+	// oc is the session's outcomes (outcome.go).
+	oc outcomes
 }
 
 type queuedMsg struct {
@@ -138,7 +140,14 @@ func (c *convo) fold(ev store.SessionEvent) {
 		c.queued = append(c.queued, queuedMsg{seq: ev.Seq, blocks: textBlocks(b.Content)})
 	case EventUserInterrupt:
 		c.lastUserSeq = ev.Seq
+	case EventUserDefineOutcome:
+		c.lastUserSeq = ev.Seq
+		c.queued = append(c.queued, queuedMsg{seq: ev.Seq, blocks: c.oc.fold(ev)})
+	case EventOutcomeEvalStart, EventOutcomeEvalEnd:
+		// A verdict that sends the agent back to work is its next input.
+		c.userText = append(c.userText, c.oc.fold(ev)...)
 	case EventStatusRunning:
+		c.oc.fold(ev)
 		c.runningSeq = ev.Seq
 		c.requiresAction = false
 		for _, q := range c.queued {
@@ -156,6 +165,7 @@ func (c *convo) fold(ev store.SessionEvent) {
 			c.addAssistant(r)
 		}
 	case EventSpanModelStart:
+		c.oc.fold(ev)
 		c.spanOpen, c.stepTexts, c.stepThinkings = ev.ID, nil, 0
 	case EventSpanModelEnd:
 		c.spanOpen = ""
@@ -197,6 +207,7 @@ func (c *convo) fold(ev store.SessionEvent) {
 			cl.decision, cl.denyMessage = b.Result, b.DenyMessage
 		}
 	case EventStatusIdle:
+		c.oc.fold(ev)
 		c.idleSeq, c.spanOpen = ev.Seq, ""
 		c.requiresAction = b.StopReason != nil && b.StopReason.Type == StopRequiresAction
 	}

@@ -28,7 +28,11 @@ const (
 	// FailAfterBackgroundReport: a background task's end is reported to the
 	// model (its user.message is stored); the task is not marked finished.
 	FailAfterBackgroundReport = "after-background-report"
+	// FailMidEvaluation: an outcome evaluation began (its start and first
+	// ongoing span are stored, the grader's request is journalled); the
+	// grader has not been asked.
+	FailMidEvaluation = "mid-evaluation"
 )
 
 // Failpoints lists every failpoint, for the crash-test hook.
-var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailMidModelBlock, FailBeforeToolExec, FailAfterToolExec, FailBeforeMCPCall, FailAfterBackgroundReport}
+var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailMidModelBlock, FailBeforeToolExec, FailAfterToolExec, FailBeforeMCPCall, FailAfterBackgroundReport, FailMidEvaluation}
