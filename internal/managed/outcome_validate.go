@@ -80,10 +80,16 @@ func (s *Service) openOutcome(ctx context.Context, sessionID string) (string, er
 	return "", nil
 }
 
-// outcomeEvents reads the events a session's outcome state folds from.
+// outcomeEvents reads the events a session's outcome state folds from:
+// those from its first user.define_outcome on (a session without one, the
+// usual case, costs one query that finds nothing).
 func (s *Service) outcomeEvents(ctx context.Context, sessionID string) ([]store.SessionEvent, error) {
+	first, err := s.st.ListEvents(ctx, store.ListEventsParams{SessionID: sessionID, Types: []string{session.EventUserDefineOutcome}, Limit: 1})
+	if err != nil || len(first) == 0 {
+		return nil, err
+	}
 	var out []store.SessionEvent
-	after := int64(0)
+	after := first[0].Seq - 1
 	for {
 		evs, err := s.st.ListEvents(ctx, store.ListEventsParams{SessionID: sessionID, AfterSeq: after, Types: session.OutcomeEventTypes, Limit: 1000})
 		if err != nil {

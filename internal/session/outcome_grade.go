@@ -65,19 +65,19 @@ func (w *worker) outcomeNext(ctx context.Context, ts *turnState, prov *model.Res
 // runs, and span.outcome_evaluation_end with the verdict.
 func (w *worker) evaluate(ctx context.Context, ts *turnState, prov *model.Resolved, o *outcome, step int64) (string, error) {
 	r := w.r
-	// The model call's span end the turn held goes before the evaluation.
-	if len(ts.held) > 0 {
-		if err := w.appendEvents(ctx, ts.held...); err != nil {
-			return "", err
-		}
-		ts.held = nil
-	}
+	// The model call's span end the turn held goes before the evaluation,
+	// in one write with its start and first heartbeat (a resumed one gets
+	// a heartbeat only).
 	iter := int64(len(o.Verdicts))
+	evs := ts.held
 	if o.StartID == "" {
-		if err := w.appendEvents(ctx, newEvent(EventOutcomeEvalStart, map[string]any{"outcome_id": o.ID, "iteration": iter})); err != nil {
-			return "", err
-		}
+		evs = append(evs, newEvent(EventOutcomeEvalStart, map[string]any{"outcome_id": o.ID, "iteration": iter}))
 	}
+	evs = append(evs, ongoingEvent(o, iter))
+	if err := w.appendEvents(ctx, evs...); err != nil {
+		return "", err
+	}
+	ts.held = nil
 	startID := o.StartID
 	args := map[string]any{"model": prov.Model, "outcome_id": o.ID, "iteration": iter}
 	opID, err := journal.OpID(journal.KindModelRequest, args, ts.turnSeq, step, 0)
@@ -138,17 +138,15 @@ func spanUsage(u model.Usage) map[string]any {
 	return m
 }
 
-// grade asks the grader, with span.outcome_evaluation_ongoing going out as
-// it is asked and every OutcomeHeartbeat until it answers, and journals
-// its verdict.
+func ongoingEvent(o *outcome, iter int64) store.NewEvent {
+	return newEvent(EventOutcomeEvalOngoing, map[string]any{"outcome_id": o.ID, "iteration": iter})
+}
+
+// grade asks the grader, with span.outcome_evaluation_ongoing going out
+// every OutcomeHeartbeat until it answers, and journals its verdict.
 func (w *worker) grade(ctx context.Context, ts *turnState, prov *model.Resolved, o *outcome, iter int64, opID string) (*graderResult, error) {
 	r := w.r
-	ongoing := func() error {
-		return w.appendEvents(ctx, newEvent(EventOutcomeEvalOngoing, map[string]any{"outcome_id": o.ID, "iteration": iter}))
-	}
-	if err := ongoing(); err != nil {
-		return nil, err
-	}
+	ongoing := func() error { return w.appendEvents(ctx, ongoingEvent(o, iter)) }
 	r.failpoint(FailMidEvaluation)
 	req := &model.Request{Model: prov.Model, MaxTokens: prov.MaxTokens, System: graderSystem, Purpose: model.PurposeGrader,
 		Messages: graderMessages(o, w.conv.messages()), IdempotencyKey: opID,
