@@ -116,13 +116,18 @@ func ParseScript(raw []byte, ext string) (Script, error) {
 	if len(s.Turns) == 0 {
 		return Script{}, fmt.Errorf("no turns")
 	}
-	for i, t := range append(append([]ScriptTurn(nil), s.Turns...), s.Grader...) {
-		if len(t.Deltas) > 0 && t.Text != "" && t.Text != strings.Join(t.Deltas, "") {
-			return Script{}, fmt.Errorf("turns[%d]: text must be the concatenation of deltas", i)
-		}
-		for j, c := range t.ToolCalls {
-			if c.Name == "" {
-				return Script{}, fmt.Errorf("turns[%d].tool_calls[%d]: name is required", i, j)
+	for _, list := range []struct {
+		name  string
+		turns []ScriptTurn
+	}{{"turns", s.Turns}, {"grader", s.Grader}} {
+		for i, t := range list.turns {
+			if len(t.Deltas) > 0 && t.Text != "" && t.Text != strings.Join(t.Deltas, "") {
+				return Script{}, fmt.Errorf("%s[%d]: text must be the concatenation of deltas", list.name, i)
+			}
+			for j, c := range t.ToolCalls {
+				if c.Name == "" {
+					return Script{}, fmt.Errorf("%s[%d].tool_calls[%d]: name is required", list.name, i, j)
+				}
 			}
 		}
 	}
