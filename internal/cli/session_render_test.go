@@ -18,6 +18,9 @@ func TestRendererShowsToolCallsAndClipsOutput(t *testing.T) {
 		`{"id":"sevt_4","type":"session.error","error":{"type":"model_request_failed_error","message":"no key"}}`,
 		`{"id":"sevt_5","type":"session.status_idle","stop_reason":{"type":"requires_action","event_ids":["sevt_9"]}}`,
 		`{"id":"sevt_6","type":"agent.message","content":[{"type":"text","text":"two\nlines"}]}`,
+		`{"id":"sevt_7","type":"user.define_outcome","description":"Write a haiku.","rubric":{"type":"text","content":"3 lines"}}`,
+		`{"id":"sevt_8","type":"span.outcome_evaluation_start","iteration":1}`,
+		`{"id":"sevt_9","type":"span.outcome_evaluation_end","iteration":1,"result":"needs_revision","explanation":"four lines"}`,
 	} {
 		r.event(raw)
 	}
@@ -29,6 +32,8 @@ func TestRendererShowsToolCallsAndClipsOutput(t *testing.T) {
 		"error     model_request_failed_error: no key",
 		"status    idle (requires_action: sevt_9)",
 		"agent     two\n                    lines\n",
+		"user      outcome: Write a haiku.",
+		"grader    needs_revision (evaluation 2): four lines",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
@@ -52,6 +57,8 @@ func TestSettleState(t *testing.T) {
 		{"session.status_running user.message session.status_idle", false},
 		{"session.status_running user.message session.status_idle session.status_running session.status_idle", true},
 		{"session.status_running session.status_terminated", true},
+		{"user.define_outcome", false},
+		{"user.define_outcome session.status_running session.status_idle", true},
 	} {
 		var s settleState
 		for _, e := range strings.Fields(tc.events) {
