@@ -280,7 +280,12 @@ func managedRules(w *managedWalker) []fieldRule {
 			w.requestWith(t, c.marker)
 		}),
 		notYet(`^session\.create \.initial_events\[\]<OfUserMessage>\.content\[\]<Of(Image|Document|Redacted)>`, "initial_events[0].content[0].type"),
-		notYet(`^session\.create \.initial_events\[\]<OfUserDefineOutcome>`, "initial_events[0].type"),
+		notYet(`^session\.create \.initial_events\[\]<OfUserDefineOutcome>\.rubric<OfFile>`, "initial_events[0].rubric.type"),
+		rule(`^session\.create \.initial_events\[\]<OfUserDefineOutcome>`).does(func(t *testing.T, c *fieldCase) {
+			if out := ok(t, c); out != nil {
+				w.outcomeHolds(t, c, out["id"].(string))
+			}
+		}),
 
 		// Events.
 		rule(`^events\.send \.events\[\]<OfUserMessage>(\.type|\.content\[\]<OfText>\.(text|type))$`).does(func(t *testing.T, c *fieldCase) {
@@ -353,7 +358,13 @@ func managedRules(w *managedWalker) []fieldRule {
 				return b.ToolUseID != ""
 			})
 		}),
-		notYet(`^events\.send \.events\[\]<Of(UserDefineOutcome|UserToolResult|SystemMessage)>`, "events[0].type"),
+		notYet(`^events\.send \.events\[\]<OfUserDefineOutcome>\.rubric<OfFile>`, "events[0].rubric.type"),
+		rule(`^events\.send \.events\[\]<OfUserDefineOutcome>`).does(func(t *testing.T, c *fieldCase) {
+			if ok(t, c) != nil {
+				w.outcomeHolds(t, c, c.state["session"].(string))
+			}
+		}),
+		notYet(`^events\.send \.events\[\]<Of(UserToolResult|SystemMessage)>`, "events[0].type"),
 
 		// Environments.
 		rule(`^environment\.(create|update) \.(name|description)$`).does(func(t *testing.T, c *fieldCase) { w.echoes(c.leaf.path)(t, c) }),

@@ -241,6 +241,12 @@ func (w *managedWalker) newCase(t *testing.T, body string, typ reflect.Type, l l
 			return c.marker, true
 		case strings.HasSuffix(p, "<OfUserMessage>.content"):
 			return []any{map[string]any{"type": "text", "text": c.marker}}, true
+		case strings.HasSuffix(p, "<OfUserDefineOutcome>.description") && !strings.HasSuffix(c.leaf.path, ".description"):
+			return "walk outcome", true
+		case strings.HasSuffix(p, "<OfUserDefineOutcome>.rubric<OfText>.content") && !strings.HasSuffix(c.leaf.path, ".content"):
+			return "walk rubric", true
+		case strings.HasSuffix(p, "<OfUserDefineOutcome>.rubric") && !strings.Contains(c.leaf.path, ".rubric"):
+			return map[string]any{"type": "text", "content": "walk rubric"}, true
 		case strings.HasSuffix(p, ".result"):
 			return "deny", true
 		case strings.HasSuffix(p, ".mcp_servers[].url"):
@@ -618,4 +624,23 @@ func (w *managedWalker) holdsResource(prefix string) func(*testing.T, *fieldCase
 			holds(t, c, "resources[0]"+field, jsonAt(o, ".resources[0]"+field), c.value)
 		}
 	}
+}
+
+// outcomeHolds checks a user.define_outcome case: the stored event holds
+// the field's value, and the session ran the outcome to an end.
+func (w *managedWalker) outcomeHolds(t *testing.T, c *fieldCase, sessionID string) {
+	t.Helper()
+	evs := w.waitIdle(t, sessionID, 0)
+	field := c.leaf.path[strings.Index(c.leaf.path, "<OfUserDefineOutcome>")+len("<OfUserDefineOutcome>"):]
+	field = strings.ReplaceAll(field, "<OfText>", "")
+	for _, e := range evs {
+		if e["type"] == "user.define_outcome" {
+			holds(t, c, "the stored user.define_outcome", jsonAt(e, field), c.value)
+			if field == ".description" {
+				w.requestWith(t, c.marker)
+			}
+			return
+		}
+	}
+	t.Errorf("%s: no user.define_outcome stored: %v", c.leaf.path, evs)
 }

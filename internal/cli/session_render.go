@@ -30,6 +30,10 @@ type wireEvent struct {
 	IsError     bool            `json:"is_error"`
 	Result      json.RawMessage `json:"result"`
 	DenyMessage string          `json:"deny_message"`
+	// user.define_outcome and span.outcome_evaluation_end.
+	Description string `json:"description"`
+	Explanation string `json:"explanation"`
+	Iteration   int64  `json:"iteration"`
 	Error       struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
@@ -77,6 +81,13 @@ func (r *renderer) event(raw string) {
 		r.line(at, "user", blocksText(e.Content))
 	case "user.interrupt":
 		r.line(at, "user", "interrupt")
+	case "user.define_outcome":
+		r.line(at, "user", "outcome: "+e.Description)
+	case "span.outcome_evaluation_end":
+		// The one evaluation span people need: the grader's verdict.
+		var res string
+		_ = json.Unmarshal(e.Result, &res)
+		r.line(at, "grader", fmt.Sprintf("%s (evaluation %d): %s", res, e.Iteration+1, clip(e.Explanation)))
 	case "user.custom_tool_result":
 		r.line(at, "user", "custom tool result for "+e.CustomUseID+": "+clip(blocksText(e.Content)))
 	case "user.tool_confirmation":

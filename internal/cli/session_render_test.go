@@ -19,6 +19,9 @@ func TestRendererShowsToolCallsAndClipsOutput(t *testing.T) {
 		`{"id":"sevt_5","type":"session.status_idle","stop_reason":{"type":"requires_action","event_ids":["sevt_9"]}}`,
 		`{"id":"sevt_6","type":"agent.message","content":[{"type":"text","text":"two\nlines"}]}`,
 		`{"id":"sevt_7","type":"agent.thread_context_compacted","strategy":"summary","replaced":{"messages":7},"input_tokens_before":2888,"input_tokens_after":1405}`,
+		`{"id":"sevt_7b","type":"user.define_outcome","description":"Write a haiku.","rubric":{"type":"text","content":"3 lines"}}`,
+		`{"id":"sevt_8","type":"span.outcome_evaluation_start","iteration":1}`,
+		`{"id":"sevt_9","type":"span.outcome_evaluation_end","iteration":1,"result":"needs_revision","explanation":"four lines"}`,
 	} {
 		r.event(raw)
 	}
@@ -31,6 +34,8 @@ func TestRendererShowsToolCallsAndClipsOutput(t *testing.T) {
 		"status    idle (requires_action: sevt_9)",
 		"agent     two\n                    lines\n",
 		"context   compacted: summarised 7 messages, ~2888 → ~1405 tokens",
+		"user      outcome: Write a haiku.",
+		"grader    needs_revision (evaluation 2): four lines",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
@@ -54,6 +59,8 @@ func TestSettleState(t *testing.T) {
 		{"session.status_running user.message session.status_idle", false},
 		{"session.status_running user.message session.status_idle session.status_running session.status_idle", true},
 		{"session.status_running session.status_terminated", true},
+		{"user.define_outcome", false},
+		{"user.define_outcome session.status_running session.status_idle", true},
 	} {
 		var s settleState
 		for _, e := range strings.Fields(tc.events) {

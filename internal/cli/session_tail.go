@@ -223,7 +223,7 @@ type settleState struct {
 
 func (s *settleState) apply(typ string) {
 	switch typ {
-	case "user.message", "user.custom_tool_result", "user.tool_confirmation":
+	case "user.message", "user.custom_tool_result", "user.tool_confirmation", "user.define_outcome":
 		s.pending++
 	case "session.status_running":
 		s.running, s.pending = true, 0

@@ -24,17 +24,18 @@ const (
 
 // sdkOnlyEvents are valid in the SDK but not (yet) served by agentkernel.
 var sdkOnlyEvents = map[string]string{
-	"user.define_outcome": "outcomes are not supported",
-	"user.tool_result":    "tool results are only for self_hosted environments, which agentkernel does not run",
-	"system.message":      "system messages are not supported",
+	"user.tool_result": "tool results are only for self_hosted environments, which agentkernel does not run",
+	"system.message":   "system messages are not supported",
 }
 
 // buildEvents validates client events and turns them into events to store,
 // each with its id and the time it was received. sessionID is "" before
-// the session exists (initial_events, where only user.message fits).
+// the session exists (initial_events, where user.message and
+// user.define_outcome fit).
 func (s *Service) buildEvents(ctx context.Context, sessionID string, in []Obj, initial bool) ([]store.NewEvent, error) {
 	now := s.clock().Format(time.RFC3339Nano)
 	out := make([]store.NewEvent, 0, len(in))
+	openOutcome, checkedOutcome := "", false
 	for _, ev := range in {
 		if n := len(MustJSON(ev.Map())); n > s.maxEventBytes {
 			return nil, inputErr(http.StatusRequestEntityTooLarge,
@@ -48,8 +49,19 @@ func (s *Service) buildEvents(ctx context.Context, sessionID string, in []Obj, i
 		switch {
 		case typ == EventUserMessage:
 			body, err = userMessage(ev)
+		case typ == EventUserDefineOutcome:
+			if !checkedOutcome {
+				openOutcome, err = s.openOutcome(ctx, sessionID)
+				checkedOutcome = true
+			}
+			if err == nil {
+				body, err = defineOutcome(ev, openOutcome)
+			}
+			if err == nil {
+				openOutcome = body["outcome_id"].(string)
+			}
 		case initial:
-			err = badRequest("field %q: initial_events take user.message only, got %q", ev.Field("type"), typ)
+			err = badRequest("field %q: initial_events take user.message and user.define_outcome only, got %q", ev.Field("type"), typ)
 		case typ == EventUserInterrupt:
 			body, err = userInterrupt(ev)
 		case typ == EventUserCustomToolResult:
@@ -59,7 +71,7 @@ func (s *Service) buildEvents(ctx context.Context, sessionID string, in []Obj, i
 		case sdkOnlyEvents[typ] != "":
 			err = badRequest("field %q: %s events are not accepted: %s", ev.Field("type"), typ, sdkOnlyEvents[typ])
 		default:
-			err = badRequest("field %q: unknown event type %q (want user.message, user.interrupt, user.custom_tool_result or user.tool_confirmation)", ev.Field("type"), typ)
+			err = badRequest("field %q: unknown event type %q (want user.message, user.define_outcome, user.interrupt, user.custom_tool_result or user.tool_confirmation)", ev.Field("type"), typ)
 		}
 		if err != nil {
 			return nil, err

@@ -61,7 +61,19 @@ func (s *Service) SessionJSON(ctx context.Context, ms *store.ManagedSession) (ma
 	if err != nil {
 		return nil, err
 	}
-	return sessionJSON(ms, d, st, s.clock()), nil
+	out := sessionJSON(ms, d, st, s.clock())
+	return out, s.addOutcomes(ctx, out, ms.ID)
+}
+
+// addOutcomes fills a rendered session's outcome_evaluations from its
+// events.
+func (s *Service) addOutcomes(ctx context.Context, out map[string]any, id string) error {
+	evs, err := s.outcomeEvents(ctx, id)
+	if err != nil {
+		return err
+	}
+	out["outcome_evaluations"] = session.OutcomeEvaluations(evs)
+	return nil
 }
 
 // GetSession renders a session the tenant owns.
@@ -163,7 +175,9 @@ func (s *Service) createSession(ctx context.Context, tenantID string, in Obj, o 
 		s.events.Publish(ms.ID, stored)
 		s.wake(ms.ID)
 	}
-	return sessionJSON(ms, d, session.StatusIdle, s.clock()), nil
+	out := sessionJSON(ms, d, session.StatusIdle, s.clock())
+	out["outcome_evaluations"] = session.OutcomeEvaluations(stored)
+	return out, nil
 }
 
 // sessionDocFor is the session's doc with its resources as they are now.
@@ -416,7 +430,11 @@ func (l *SessionList) JSON(ctx context.Context, page []*store.ManagedSession) ([
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, sessionJSON(ms, d, l.Status(ms), now))
+		js := sessionJSON(ms, d, l.Status(ms), now)
+		if err := l.svc.addOutcomes(ctx, js, ms.ID); err != nil {
+			return nil, err
+		}
+		out = append(out, js)
 	}
 	return out, nil
 }

@@ -99,8 +99,10 @@ type Request struct {
 	// The same op always carries the same key.
 	IdempotencyKey string
 	// Purpose is PurposeCompaction for the request that summarises the
-	// oldest turns of a conversation too long for the model's window;
-	// empty for a turn's own requests.
+	// oldest turns of a conversation too long for the model's window,
+	// PurposeGrader for an outcome grader's call, and empty for a turn's
+	// own requests. Providers send them alike; the scripted provider
+	// answers each from its own part of the script.
 	Purpose string
 	// Summarized is how many assistant messages the conversation's leading
 	// summary stands for (0: not compacted). Providers send nothing for
@@ -108,8 +110,11 @@ type Request struct {
 	Summarized int
 }
 
-// PurposeCompaction is Request.Purpose of a compaction's summary request.
-const PurposeCompaction = "compaction"
+// Request purposes (Request.Purpose).
+const (
+	PurposeCompaction = "compaction"
+	PurposeGrader     = "grader"
+)
 
 // Usage counts the tokens of one call.
 type Usage struct {

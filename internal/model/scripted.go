@@ -27,8 +27,13 @@ import (
 // A compaction's summary request (Request.Purpose) is not a turn: it is
 // answered with Summary, or, when that is empty, a summary naming how many
 // messages it replaces.
+// Grader holds the answers to an outcome grader's calls (Request.Purpose
+// = PurposeGrader), picked the same way: the n-th evaluation of an outcome
+// (its request holds the n earlier verdicts as assistant messages) gets
+// Grader[n]; with Loop they repeat.
 type Script struct {
 	Turns   []ScriptTurn `json:"turns"`
+	Grader  []ScriptTurn `json:"grader,omitempty"`
 	Loop    bool         `json:"loop,omitempty"`
 	Summary string       `json:"summary,omitempty"`
 }
@@ -67,9 +72,12 @@ type Scripted struct {
 // gets their concatenation as its Text.
 func NewScripted(s Script) *Scripted {
 	s.Turns = append([]ScriptTurn(nil), s.Turns...)
-	for i := range s.Turns {
-		if t := &s.Turns[i]; t.Text == "" {
-			t.Text = strings.Join(t.Deltas, "")
+	s.Grader = append([]ScriptTurn(nil), s.Grader...)
+	for _, ts := range [][]ScriptTurn{s.Turns, s.Grader} {
+		for i := range ts {
+			if t := &ts[i]; t.Text == "" {
+				t.Text = strings.Join(t.Deltas, "")
+			}
 		}
 	}
 	return &Scripted{script: s}
@@ -112,13 +120,18 @@ func ParseScript(raw []byte, ext string) (Script, error) {
 	if len(s.Turns) == 0 {
 		return Script{}, fmt.Errorf("no turns")
 	}
-	for i, t := range s.Turns {
-		if len(t.Deltas) > 0 && t.Text != "" && t.Text != strings.Join(t.Deltas, "") {
-			return Script{}, fmt.Errorf("turns[%d]: text must be the concatenation of deltas", i)
-		}
-		for j, c := range t.ToolCalls {
-			if c.Name == "" {
-				return Script{}, fmt.Errorf("turns[%d].tool_calls[%d]: name is required", i, j)
+	for _, list := range []struct {
+		name  string
+		turns []ScriptTurn
+	}{{"turns", s.Turns}, {"grader", s.Grader}} {
+		for i, t := range list.turns {
+			if len(t.Deltas) > 0 && t.Text != "" && t.Text != strings.Join(t.Deltas, "") {
+				return Script{}, fmt.Errorf("%s[%d]: text must be the concatenation of deltas", list.name, i)
+			}
+			for j, c := range t.ToolCalls {
+				if c.Name == "" {
+					return Script{}, fmt.Errorf("%s[%d].tool_calls[%d]: name is required", list.name, i, j)
+				}
 			}
 		}
 	}
@@ -151,13 +164,17 @@ func (s *Scripted) StreamPartial(ctx context.Context, req *Request, onBlock OnBl
 	if k := len(req.Messages); k > 0 && req.Messages[k-1].Role == RoleAssistant {
 		prefill, n = req.Messages[k-1].Content, n-1
 	}
-	if n >= len(s.script.Turns) {
-		if !s.script.Loop {
-			return nil, fmt.Errorf("%w (%d turns, call %d)", ErrScriptExhausted, len(s.script.Turns), n+1)
-		}
-		n %= len(s.script.Turns)
+	turns, what := s.script.Turns, "turns"
+	if req.Purpose == PurposeGrader {
+		turns, what = s.script.Grader, "grader turns"
 	}
-	t := s.script.Turns[n]
+	if n >= len(turns) {
+		if !s.script.Loop || len(turns) == 0 {
+			return nil, fmt.Errorf("%w (%d %s, call %d)", ErrScriptExhausted, len(turns), what, n+1)
+		}
+		n %= len(turns)
+	}
+	t := turns[n]
 	if t.DelayMS > 0 {
 		tm := time.NewTimer(time.Duration(t.DelayMS) * time.Millisecond)
 		select {

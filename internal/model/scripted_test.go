@@ -110,3 +110,36 @@ func TestScriptedContinuesPrefill(t *testing.T) {
 		t.Fatal("a prefill the turn does not begin with was answered")
 	}
 }
+
+// TestScriptedAnswersTheGraderApart: a grader's call (Purpose grader) is
+// answered from the script's grader turns by the same position rule, so
+// an agent's turns and a grader's verdicts do not take each other's place.
+func TestScriptedAnswersTheGraderApart(t *testing.T) {
+	s, err := model.ParseScript([]byte(`
+turns: [{text: "agent"}]
+grader:
+  - tool_calls: [{name: submit_verdict, input: {result: needs_revision}}]
+  - text: "second verdict"
+`), ".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := model.NewScripted(s)
+	user := model.Message{Role: model.RoleUser, Content: []model.Block{model.Text("go")}}
+	agent, err := p.Stream(context.Background(), &model.Request{Messages: []model.Message{user}}, nil)
+	if err != nil || agent.Content[0].Text != "agent" {
+		t.Fatalf("agent: %+v %v", agent, err)
+	}
+	g1, err := p.Stream(context.Background(), &model.Request{Purpose: model.PurposeGrader, Messages: []model.Message{user}}, nil)
+	if err != nil || len(g1.ToolUses()) != 1 || g1.ToolUses()[0].Name != "submit_verdict" {
+		t.Fatalf("first verdict: %+v %v", g1, err)
+	}
+	g2, err := p.Stream(context.Background(), &model.Request{Purpose: model.PurposeGrader,
+		Messages: []model.Message{user, {Role: model.RoleAssistant, Content: g1.Content}, user}}, nil)
+	if err != nil || g2.Content[0].Text != "second verdict" {
+		t.Fatalf("second verdict: %+v %v", g2, err)
+	}
+	if _, err := model.ParseScript([]byte(`{"turns":[{"text":"a"}],"grader":[{"tool_calls":[{}]}]}`), ".json"); err == nil || !strings.Contains(err.Error(), "grader[0].tool_calls[0]") {
+		t.Fatalf("a bad grader turn: %v", err)
+	}
+}

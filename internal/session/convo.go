@@ -54,6 +54,8 @@ type convo struct {
 	// summarized counts the assistant messages compactions replaced by
 	// the summary that leads msgs.
 	summarized int
+	// oc is the session's outcomes (outcome.go).
+	oc outcomes
 }
 
 // msgEvents are the first and last events folded into a message.
@@ -159,7 +161,14 @@ func (c *convo) fold(ev store.SessionEvent) {
 		c.queued = append(c.queued, queuedMsg{seq: ev.Seq, id: ev.ID, blocks: textBlocks(b.Content)})
 	case EventUserInterrupt:
 		c.lastUserSeq = ev.Seq
+	case EventUserDefineOutcome:
+		c.lastUserSeq = ev.Seq
+		c.queued = append(c.queued, queuedMsg{seq: ev.Seq, blocks: c.oc.fold(ev)})
+	case EventOutcomeEvalStart, EventOutcomeEvalEnd:
+		// A verdict that sends the agent back to work is its next input.
+		c.userText = append(c.userText, c.oc.fold(ev)...)
 	case EventStatusRunning:
+		c.oc.fold(ev)
 		c.runningSeq = ev.Seq
 		c.requiresAction = false
 		for _, q := range c.queued {
@@ -178,6 +187,7 @@ func (c *convo) fold(ev store.SessionEvent) {
 			c.addAssistant(r)
 		}
 	case EventSpanModelStart:
+		c.oc.fold(ev)
 		c.spanOpen, c.stepTexts, c.stepThinkings = ev.ID, nil, 0
 	case EventSpanModelEnd:
 		c.spanOpen = ""
@@ -224,6 +234,7 @@ func (c *convo) fold(ev store.SessionEvent) {
 	case EventThreadContextCompacted:
 		c.compacted(ev.Data)
 	case EventStatusIdle:
+		c.oc.fold(ev)
 		c.idleSeq, c.spanOpen = ev.Seq, ""
 		c.requiresAction = b.StopReason != nil && b.StopReason.Type == StopRequiresAction
 	}

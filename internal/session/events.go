@@ -43,7 +43,7 @@ const (
 )
 
 // userEventTypes are the events the runtime's queue holds.
-var userEventTypes = []string{EventUserMessage, EventUserInterrupt, EventUserCustomToolResult, EventUserToolConfirmation}
+var userEventTypes = []string{EventUserMessage, EventUserInterrupt, EventUserCustomToolResult, EventUserToolConfirmation, EventUserDefineOutcome}
 
 func newEvent(typ string, body map[string]any) store.NewEvent {
 	if body == nil {

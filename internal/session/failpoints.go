@@ -31,7 +31,11 @@ const (
 	// FailMidCompaction: a compaction's summary request is journalled
 	// (op_started); it is not sent yet and no compaction event exists.
 	FailMidCompaction = "mid-compaction"
+	// FailMidEvaluation: an outcome evaluation began (its start and first
+	// ongoing span are stored, the grader's request is journalled); the
+	// grader has not been asked.
+	FailMidEvaluation = "mid-evaluation"
 )
 
 // Failpoints lists every failpoint, for the crash-test hook.
-var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailMidModelBlock, FailBeforeToolExec, FailAfterToolExec, FailBeforeMCPCall, FailAfterBackgroundReport, FailMidCompaction}
+var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailMidModelBlock, FailBeforeToolExec, FailAfterToolExec, FailBeforeMCPCall, FailAfterBackgroundReport, FailMidCompaction, FailMidEvaluation}

@@ -29,7 +29,8 @@ const StopRetriesExhausted = "retries_exhausted"
 // progressTypes are the events that show a turn moved: anything the model
 // or a tool produced. Status events and errors (recovery's own) are not.
 var progressTypes = []string{EventAgentMessage, EventAgentThinking, EventAgentToolUse, EventAgentToolResult,
-	EventAgentCustomToolUse, EventAgentMCPToolUse, EventAgentMCPToolResult, EventSpanModelStart, EventSpanModelEnd}
+	EventAgentCustomToolUse, EventAgentMCPToolUse, EventAgentMCPToolResult, EventSpanModelStart, EventSpanModelEnd,
+	EventOutcomeEvalStart, EventOutcomeEvalEnd}
 
 // sweepLoop recovers orphans at start and then every RecoverEvery.
 func (r *Runtime) sweepLoop(ctx context.Context) {
@@ -196,6 +197,7 @@ func (w *worker) forceIdle(ctx context.Context, s *store.ManagedSession, row *st
 	tail = append(tail, exhaustedEvent(fmt.Sprintf(
 		"the turn was recovered %d times without making progress and was stopped; send the message again to retry", row.RecoveryAttempts-1)))
 	tail = append(tail, w.notRunResults()...)
+	tail = append(tail, w.openEvalEnd(store.RunFailed, errors.New("recovery gave up"))...)
 	ts := &turnState{s: s, turnSeq: row.TurnSeq, runningSeq: max(w.conv.runningSeq, row.TurnSeq), recovered: true}
 	w.startWorkspace(ctx, ts)
 	w.end(context.WithoutCancel(ctx), ts, map[string]any{"type": StopRetriesExhausted}, store.RunFailed,

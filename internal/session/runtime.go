@@ -95,6 +95,10 @@ type RuntimeConfig struct {
 	// MaxRecoveries caps recoveries of one turn that made no progress
 	// (default 5); the next one forces the session idle.
 	MaxRecoveries int64
+	// OutcomeHeartbeat is how often a running outcome evaluation emits
+	// span.outcome_evaluation_ongoing (default 10s; one goes out as the
+	// grader is asked).
+	OutcomeHeartbeat time.Duration
 	// BackgroundPoll is how often background tasks are polled (default 5s).
 	BackgroundPoll time.Duration
 	// BackgroundCap is how long a run_in_background command may run before
@@ -178,6 +182,9 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	}
 	if cfg.BackgroundPoll <= 0 {
 		cfg.BackgroundPoll = 5 * time.Second
+	}
+	if cfg.OutcomeHeartbeat <= 0 {
+		cfg.OutcomeHeartbeat = 10 * time.Second
 	}
 	if cfg.BackgroundCap <= 0 {
 		cfg.BackgroundCap = tools.DefaultBackgroundCap

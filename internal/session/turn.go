@@ -128,6 +128,7 @@ func (w *worker) turn(ctx context.Context, s *store.ManagedSession, rec *store.R
 	}
 	if terr != nil {
 		tail = append(tail, w.notRunResults()...)
+		tail = append(tail, w.openEvalEnd(status, terr)...)
 	}
 	w.end(fctx, ts, sr, status, errText(terr), tail)
 }

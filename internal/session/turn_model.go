@@ -56,7 +56,11 @@ func (w *worker) loop(ctx context.Context, ts *turnState) (map[string]any, error
 				return nil, err
 			}
 			if known {
-				if sr, err := w.afterModel(ctx, ts, resp, step); sr != nil || err != nil {
+				sr, err := w.afterModel(ctx, ts, resp, step)
+				if sr != nil && err == nil {
+					sr, err = w.settle(ctx, ts, prov, sr, step)
+				}
+				if sr != nil || err != nil {
 					return sr, err
 				}
 				step++
@@ -79,11 +83,31 @@ func (w *worker) loop(ctx context.Context, ts *turnState) (map[string]any, error
 			return nil, err
 		}
 		w.counted(req, resp)
-		if sr, err := w.afterModel(ctx, ts, resp, step); sr != nil || err != nil {
+		sr, err := w.afterModel(ctx, ts, resp, step)
+		if sr != nil && err == nil {
+			if sr, err = w.settle(ctx, ts, prov, sr, step); sr == nil && err == nil {
+				n = -1 // a revision gets the turn's model calls afresh
+			}
+		}
+		if sr != nil || err != nil {
 			return sr, err
 		}
 	}
 	return nil, fmt.Errorf("the turn reached its limit of %d model calls", r.cfg.MaxSteps)
+}
+
+// settle is where an answer that ends the turn meets the outcome being
+// worked on: it returns nil (the agent goes on) when the grader sends it
+// back to work, else the stop reason unchanged.
+func (w *worker) settle(ctx context.Context, ts *turnState, prov *model.Resolved, sr map[string]any, step int64) (map[string]any, error) {
+	if sr["type"] != StopEndTurn {
+		return sr, nil
+	}
+	again, err := w.outcomeNext(ctx, ts, prov, step)
+	if err != nil || !again {
+		return sr, err
+	}
+	return nil, nil
 }
 
 // afterModel acts on a model response: it returns the stop reason when
