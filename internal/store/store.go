@@ -27,6 +27,7 @@ type Store interface {
 	SkillStore
 	PackageBuildStore
 	SessionResourceStore
+	WebhookStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.

@@ -92,7 +92,11 @@ func (s *Store) CreateManagedSessionWith(ctx context.Context, p store.NewManaged
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("create session %s: %w", in.ID, store.ErrAlreadyExists)
 		}
-		if evs, err = insertEvents(ctx, tx, s.clock(), in.ID, 0, b); err != nil {
+		if err := s.enqueueWebhooks(ctx, tx, in.TenantID, in.ID, []webhookEvent{
+			{typ: store.WebhookSessionCreated, resource: in.ID, at: in.CreatedAt}}); err != nil {
+			return err
+		}
+		if evs, err = s.insertEvents(ctx, tx, s.clock(), in.ID, 0, b); err != nil {
 			return err
 		}
 		if rs, err = s.createResourcesTx(ctx, tx, p.Resources); err != nil {

@@ -98,6 +98,10 @@ func (s *Store) CreateManagedSessionWith(ctx context.Context, p store.NewManaged
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("session %q: %w", in.ID, store.ErrAlreadyExists)
 		}
+		if err := s.enqueueWebhooksTx(ctx, tx, in.TenantID, in.ID, []webhookEvent{
+			{typ: store.WebhookSessionCreated, resource: in.ID, at: in.CreatedAt}}); err != nil {
+			return err
+		}
 		if len(rows) > 0 {
 			// The session's version stays 1: its creation is one
 			// modification, events included.
