@@ -196,4 +196,3 @@ func Sign(secret, msgID string, at time.Time, payload []byte) (http.Header, erro
 	h.Set("webhook-signature", sig)
 	return h, nil
 }
-
