@@ -17,6 +17,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/object"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/agentkernel/agentkernel/internal/webhook"
 )
 
 // Options configure a Server.
@@ -41,6 +42,8 @@ type Options struct {
 	Monitor *monitor.Service
 	// Files serves /v1/files when set.
 	Files *files.Service
+	// Webhooks serves /v1/webhooks when set.
+	Webhooks *webhook.Service
 }
 
 // Server holds the routes and their dependencies.
@@ -156,6 +159,9 @@ func New(o Options) *Server {
 	}
 	if s.files != nil {
 		s.registerFileRoutes(s.files)
+	}
+	if o.Webhooks != nil {
+		s.registerWebhookRoutes(o.Webhooks)
 	}
 
 	s.mux.HandleFunc("/", s.notFound)

@@ -1,0 +1,134 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/agentkernel/agentkernel/internal/store/postgres"
+	"github.com/agentkernel/agentkernel/internal/store/sqlite"
+	"github.com/agentkernel/agentkernel/internal/testenv"
+)
+
+// BenchmarkDelivery100Sessions: 100 sessions append status events
+// concurrently (10 per session: 5 turns' status_running and status_idle);
+// a local receiver records when each arrives. Reported: event→receiver
+// latency p50/p99 (from the event's stored created_at to its arrival) and
+// deliveries per second.
+func BenchmarkDelivery100Sessions(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) {
+		st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		benchDelivery(b, st)
+	})
+	b.Run("postgres", func(b *testing.B) {
+		if os.Getenv("AGENTKERNEL_TEST_POSTGRES_URL") == "" {
+			b.Skip("AGENTKERNEL_TEST_POSTGRES_URL is not set")
+		}
+		st, err := postgres.Open(context.Background(), testenv.FreshPostgres(b, "akwh"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		benchDelivery(b, st)
+	})
+}
+
+func benchDelivery(b *testing.B, st store.Store) {
+	const sessions, turns = 100, 5
+	ctx := context.Background()
+	var (
+		mu   sync.Mutex
+		lats []time.Duration
+		got  int
+		all  = make(chan struct{}, 1)
+		want int
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		body, _ := io.ReadAll(r.Body)
+		var ev struct {
+			CreatedAt time.Time `json:"created_at"`
+		}
+		_ = json.Unmarshal(body, &ev)
+		mu.Lock()
+		lats = append(lats, now.Sub(ev.CreatedAt))
+		got++
+		if got == want {
+			all <- struct{}{}
+		}
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	svc := New(Config{Store: st, AllowLoopback: true, Concurrency: 32})
+	if err := svc.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer svc.Stop()
+	tenant := "tnt_bench"
+	if _, err := svc.Create(ctx, tenant, CreateParams{URL: srv.URL, EventTypes: []string{
+		store.WebhookSessionStatusRunStarted, store.WebhookSessionStatusIdled}}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	var elapsed time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		ids := make([]string, sessions)
+		for j := range ids {
+			s, err := st.CreateManagedSession(ctx, &store.ManagedSession{TenantID: tenant})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids[j] = s.ID
+		}
+		mu.Lock()
+		got, want = 0, sessions*turns*2
+		mu.Unlock()
+		b.StartTimer()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for _, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range turns {
+					for _, typ := range []string{"session.status_running", "session.status_idle"} {
+						if _, err := st.AppendEvents(ctx, id, []store.NewEvent{{Type: typ}}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		select {
+		case <-all:
+		case <-time.After(5 * time.Minute):
+			b.Fatalf("received %d of %d deliveries", got, want)
+		}
+		elapsed += time.Since(start)
+	}
+	b.StopTimer()
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(lats)
+	pct := func(p float64) time.Duration { return lats[int(p*float64(len(lats)-1))] }
+	b.ReportMetric(float64(pct(0.50).Microseconds())/1000, "p50_ms")
+	b.ReportMetric(float64(pct(0.99).Microseconds())/1000, "p99_ms")
+	b.ReportMetric(float64(len(lats))/elapsed.Seconds(), "deliveries/s")
+	b.ReportMetric(0, "ns/op")
+}
