@@ -90,9 +90,9 @@ func TestWebhooksDeliverSessionLifecycle(t *testing.T) {
 	bk := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(keyB))
 	rcv, url := newHookReceiver(t, 2)
 
-	_, err := ak.Webhooks.Create(ctx, agentkernel.WebhookCreateParams{URL: url, EventTypes: []string{"session.created", "agent.created"}})
-	if err == nil || !strings.Contains(err.Error(), "agent.created not supported yet") {
-		t.Fatalf("subscribing to agent.created: %v, want a 400 naming it as not supported yet", err)
+	_, err := ak.Webhooks.Create(ctx, agentkernel.WebhookCreateParams{URL: url, EventTypes: []string{"session.created", "agent.deleted"}})
+	if err == nil || !strings.Contains(err.Error(), "agent.deleted not supported yet") {
+		t.Fatalf("subscribing to agent.deleted: %v, want a 400 naming it as not supported yet", err)
 	}
 	hook, err := ak.Webhooks.Create(ctx, agentkernel.WebhookCreateParams{URL: url + "/hook", EventTypes: []string{
 		"session.created", "session.status_run_started", "session.status_idled"}})
@@ -132,5 +132,46 @@ func TestWebhooksDeliverSessionLifecycle(t *testing.T) {
 	}
 	if again := rcv.events(t, hook.Secret, 4); again[3].ID != evs[2].ID {
 		t.Fatalf("redelivered event %s, want %s", again[3].ID, evs[2].ID)
+	}
+}
+
+// Agent and environment lifecycle changes made through the SDK are
+// delivered, in order per resource.
+func TestWebhooksDeliverAgentAndEnvironmentLifecycle(t *testing.T) {
+	ctx := context.Background()
+	d := daemontest.Start(t, func(c *config.Config) { c.Webhooks.AllowLoopback = true })
+	key := tenantKey(t, d, "a")
+	ak := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(key))
+	rcv, url := newHookReceiver(t, 0)
+	hook, err := ak.Webhooks.Create(ctx, agentkernel.WebhookCreateParams{URL: url, EventTypes: []string{
+		"agent.created", "agent.updated", "agent.archived",
+		"environment.created", "environment.updated", "environment.archived", "environment.deleted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sdkClient(d, key)
+	ag := newAgent(t, c, "a")
+	if _, err := c.Beta.Agents.Update(ctx, ag.ID, anthropic.BetaAgentUpdateParams{Version: anthropic.Int(ag.Version), Name: anthropic.String("b")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Beta.Agents.Archive(ctx, ag.ID, anthropic.BetaAgentArchiveParams{}); err != nil {
+		t.Fatal(err)
+	}
+	env := newEnv(t, c, "e")
+	if _, err := c.Beta.Environments.Archive(ctx, env.ID, anthropic.BetaEnvironmentArchiveParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Beta.Environments.Delete(ctx, env.ID, anthropic.BetaEnvironmentDeleteParams{}); err != nil {
+		t.Fatal(err)
+	}
+	per := map[string][]string{}
+	for _, ev := range rcv.events(t, hook.Secret, 6) {
+		per[ev.Data.ID] = append(per[ev.Data.ID], ev.Data.Type)
+	}
+	if got := strings.Join(per[ag.ID], " "); got != "agent.created agent.updated agent.archived" {
+		t.Fatalf("agent webhooks: %s", got)
+	}
+	if got := strings.Join(per[env.ID], " "); got != "environment.created environment.archived environment.deleted" {
+		t.Fatalf("environment webhooks: %s", got)
 	}
 }

@@ -121,12 +121,21 @@ const (
 	WebhookSessionStatusIdled       = "session.status_idled"
 	WebhookSessionStatusRescheduled = "session.status_rescheduled"
 	WebhookSessionStatusTerminated  = "session.status_terminated"
+	WebhookAgentCreated             = "agent.created"
+	WebhookAgentUpdated             = "agent.updated"
+	WebhookAgentArchived            = "agent.archived"
+	WebhookEnvironmentCreated       = "environment.created"
+	WebhookEnvironmentUpdated       = "environment.updated"
+	WebhookEnvironmentArchived      = "environment.archived"
+	WebhookEnvironmentDeleted       = "environment.deleted"
 )
 
 // WebhookEventTypes is every type an endpoint may subscribe to.
 var WebhookEventTypes = []string{
 	WebhookSessionCreated, WebhookSessionStatusRunStarted, WebhookSessionStatusIdled,
 	WebhookSessionStatusRescheduled, WebhookSessionStatusTerminated,
+	WebhookAgentCreated, WebhookAgentUpdated, WebhookAgentArchived,
+	WebhookEnvironmentCreated, WebhookEnvironmentUpdated, WebhookEnvironmentArchived, WebhookEnvironmentDeleted,
 }
 
 // sessionEventWebhooks maps the session events the runtime appends to the

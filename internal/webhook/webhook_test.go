@@ -231,8 +231,8 @@ func TestRegistrationValidation(t *testing.T) {
 		p    CreateParams
 		want string
 	}{
-		{CreateParams{URL: "https://h.example.com", EventTypes: []string{"agent.created", "session.status_idled", "vault.created"}},
-			"agent.created, vault.created not supported yet"},
+		{CreateParams{URL: "https://h.example.com", EventTypes: []string{"agent.deleted", "session.status_idled", "vault.created"}},
+			"agent.deleted, vault.created not supported yet"},
 		{CreateParams{URL: "https://h.example.com", EventTypes: []string{"session.nope"}}, `"event_types[0]": "session.nope" is not a webhook event type`},
 		{CreateParams{URL: "https://h.example.com"}, `"event_types": at least one`},
 		{CreateParams{URL: "ftp://h.example.com", EventTypes: []string{"session.created"}}, `"url"`},

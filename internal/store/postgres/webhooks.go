@@ -291,3 +291,9 @@ func (s *Store) enqueueWebhooks(ctx context.Context, tx pgx.Tx, tenant, orderKey
 	}
 	return nil
 }
+
+// lifecycleWebhook announces one resource change (created, updated,
+// archived, deleted) in the caller's transaction.
+func (s *Store) lifecycleWebhook(ctx context.Context, tx pgx.Tx, tenant, resource, typ string, at time.Time) error {
+	return s.enqueueWebhooks(ctx, tx, tenant, resource, []webhookEvent{{typ: typ, resource: resource, at: at}})
+}

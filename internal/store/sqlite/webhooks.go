@@ -314,3 +314,9 @@ func (s *Store) enqueueWebhooksTx(ctx context.Context, tx *wtx, tenant, orderKey
 	}
 	return nil
 }
+
+// lifecycleWebhookTx announces one resource change (created, updated,
+// archived, deleted) in the caller's transaction.
+func (s *Store) lifecycleWebhookTx(ctx context.Context, tx *wtx, tenant, resource, typ string, at time.Time) error {
+	return s.enqueueWebhooksTx(ctx, tx, tenant, resource, []webhookEvent{{typ: typ, resource: resource, at: at}})
+}

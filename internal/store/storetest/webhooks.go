@@ -12,6 +12,7 @@ var mgWebhookCases = []mgCase{
 	{"EventAppendWritesOutboxAtomically", testWebhookOutboxAtomic},
 	{"ClaimInOrderPerSession", testWebhookClaimOrder},
 	{"RedeliverAndDelete", testWebhookRedeliverDelete},
+	{"AgentAndEnvironmentLifecycle", testWebhookLifecycle},
 }
 
 func (e *mgEnv) endpoint(tenant string, types ...string) *store.WebhookEndpoint {
@@ -166,4 +167,35 @@ func testWebhookRedeliverDelete(e *mgEnv) {
 	mustErrIs(e.t, err, store.ErrNotFound, "GetWebhookDelivery after delete")
 	e.appendTypes(s.ID, "session.status_idle")
 	equal(e.t, "deliveries after delete", len(e.deliveries(ep.ID)), 0)
+}
+
+// Agent and environment writes announce themselves in their transaction;
+// a refused write and a second archive announce nothing.
+func testWebhookLifecycle(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookAgentCreated, store.WebhookAgentUpdated, store.WebhookAgentArchived,
+		store.WebhookEnvironmentCreated, store.WebhookEnvironmentUpdated, store.WebhookEnvironmentArchived,
+		store.WebhookEnvironmentDeleted)
+	a := e.agent(store.Agent{ID: "agent_wh"})
+	_, err := e.s.UpdateAgent(e.ctx, a.ID, 1, json.RawMessage(`{"name":"b"}`))
+	mustOK(e.t, err, "UpdateAgent")
+	_, err = e.s.UpdateAgent(e.ctx, a.ID, 1, json.RawMessage(`{"name":"c"}`))
+	mustErrIs(e.t, err, store.ErrVersionMismatch, "UpdateAgent with a stale version")
+	for range 2 {
+		_, err = e.s.ArchiveAgent(e.ctx, a.ID, time.Time{})
+		mustOK(e.t, err, "ArchiveAgent")
+	}
+	en := e.environment(store.Environment{ID: "env_wh"})
+	_, err = e.s.UpdateEnvironment(e.ctx, en.ID, json.RawMessage(`{"name":"b"}`))
+	mustOK(e.t, err, "UpdateEnvironment")
+	for range 2 {
+		_, err = e.s.ArchiveEnvironment(e.ctx, en.ID, time.Time{})
+		mustOK(e.t, err, "ArchiveEnvironment")
+	}
+	mustOK(e.t, e.s.DeleteEnvironment(e.ctx, en.ID), "DeleteEnvironment")
+	mustErrIs(e.t, e.s.DeleteEnvironment(e.ctx, en.ID), store.ErrNotFound, "DeleteEnvironment twice")
+	e.agent(store.Agent{ID: "agent_other", TenantID: mgOtherTenant})
+	equalStrings(e, "lifecycle deliveries", deliveryTypes(e.deliveries(ep.ID)),
+		"agent.created/agent_wh", "agent.updated/agent_wh", "agent.archived/agent_wh",
+		"environment.created/env_wh", "environment.updated/env_wh", "environment.archived/env_wh",
+		"environment.deleted/env_wh")
 }
