@@ -23,30 +23,37 @@ import (
 // concurrently (10 per session: 5 turns' status_running and status_idle);
 // a local receiver records when each arrives. Reported: event→receiver
 // latency p50/p99 (from the event's stored created_at to its arrival) and
-// deliveries per second.
+// deliveries per second. "burst" appends as fast as the store takes them
+// (throughput; latency is mostly queueing), "paced" has each session
+// append one event every 500 ms (200 events/s offered: latency).
 func BenchmarkDelivery100Sessions(b *testing.B) {
-	b.Run("sqlite", func(b *testing.B) {
-		st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Close()
-		benchDelivery(b, st)
-	})
-	b.Run("postgres", func(b *testing.B) {
-		if os.Getenv("AGENTKERNEL_TEST_POSTGRES_URL") == "" {
-			b.Skip("AGENTKERNEL_TEST_POSTGRES_URL is not set")
-		}
-		st, err := postgres.Open(context.Background(), testenv.FreshPostgres(b, "akwh"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Close()
-		benchDelivery(b, st)
-	})
+	for _, pace := range []struct {
+		name  string
+		every time.Duration
+	}{{"burst", 0}, {"paced", 500 * time.Millisecond}} {
+		b.Run("sqlite/"+pace.name, func(b *testing.B) {
+			st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			benchDelivery(b, st, pace.every)
+		})
+		b.Run("postgres/"+pace.name, func(b *testing.B) {
+			if os.Getenv("AGENTKERNEL_TEST_POSTGRES_URL") == "" {
+				b.Skip("AGENTKERNEL_TEST_POSTGRES_URL is not set")
+			}
+			st, err := postgres.Open(context.Background(), testenv.FreshPostgres(b, "akwh"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			benchDelivery(b, st, pace.every)
+		})
+	}
 }
 
-func benchDelivery(b *testing.B, st store.Store) {
+func benchDelivery(b *testing.B, st store.Store, every time.Duration) {
 	const sessions, turns = 100, 5
 	ctx := context.Background()
 	var (
@@ -100,19 +107,26 @@ func benchDelivery(b *testing.B, st store.Store) {
 		b.StartTimer()
 		start := time.Now()
 		var wg sync.WaitGroup
-		for _, id := range ids {
+		for j, id := range ids {
 			wg.Add(1)
-			go func() {
+			go func(j int) {
 				defer wg.Done()
+				if every > 0 {
+					// Spread the sessions over the period.
+					time.Sleep(every * time.Duration(j) / sessions)
+				}
 				for range turns {
 					for _, typ := range []string{"session.status_running", "session.status_idle"} {
+						if every > 0 {
+							time.Sleep(every)
+						}
 						if _, err := st.AppendEvents(ctx, id, []store.NewEvent{{Type: typ}}); err != nil {
 							b.Error(err)
 							return
 						}
 					}
 				}
-			}()
+			}(j)
 		}
 		wg.Wait()
 		select {
