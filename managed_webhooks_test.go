@@ -135,8 +135,8 @@ func TestWebhooksDeliverSessionLifecycle(t *testing.T) {
 	}
 }
 
-// Agent and environment lifecycle changes made through the SDK are
-// delivered, in order per resource.
+// Agent, environment and session lifecycle changes made through the SDK
+// are delivered, in order per resource.
 func TestWebhooksDeliverAgentAndEnvironmentLifecycle(t *testing.T) {
 	ctx := context.Background()
 	d := daemontest.Start(t, func(c *config.Config) { c.Webhooks.AllowLoopback = true })
@@ -145,7 +145,8 @@ func TestWebhooksDeliverAgentAndEnvironmentLifecycle(t *testing.T) {
 	rcv, url := newHookReceiver(t, 0)
 	hook, err := ak.Webhooks.Create(ctx, agentkernel.WebhookCreateParams{URL: url, EventTypes: []string{
 		"agent.created", "agent.updated", "agent.archived",
-		"environment.created", "environment.updated", "environment.archived", "environment.deleted"}})
+		"environment.created", "environment.updated", "environment.archived", "environment.deleted",
+		"session.archived", "session.deleted"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,6 +159,13 @@ func TestWebhooksDeliverAgentAndEnvironmentLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := newEnv(t, c, "e")
+	s := newSession(t, c, newAgent(t, c, "s").ID, env.ID)
+	if _, err := c.Beta.Sessions.Archive(ctx, s.ID, anthropic.BetaSessionArchiveParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Beta.Sessions.Delete(ctx, s.ID, anthropic.BetaSessionDeleteParams{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.Beta.Environments.Archive(ctx, env.ID, anthropic.BetaEnvironmentArchiveParams{}); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +173,7 @@ func TestWebhooksDeliverAgentAndEnvironmentLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	per := map[string][]string{}
-	for _, ev := range rcv.events(t, hook.Secret, 6) {
+	for _, ev := range rcv.events(t, hook.Secret, 9) {
 		per[ev.Data.ID] = append(per[ev.Data.ID], ev.Data.Type)
 	}
 	if got := strings.Join(per[ag.ID], " "); got != "agent.created agent.updated agent.archived" {
@@ -173,5 +181,8 @@ func TestWebhooksDeliverAgentAndEnvironmentLifecycle(t *testing.T) {
 	}
 	if got := strings.Join(per[env.ID], " "); got != "environment.created environment.archived environment.deleted" {
 		t.Fatalf("environment webhooks: %s", got)
+	}
+	if got := strings.Join(per[s.ID], " "); got != "session.archived session.deleted" {
+		t.Fatalf("session webhooks: %s", got)
 	}
 }

@@ -121,6 +121,8 @@ const (
 	WebhookSessionStatusIdled       = "session.status_idled"
 	WebhookSessionStatusRescheduled = "session.status_rescheduled"
 	WebhookSessionStatusTerminated  = "session.status_terminated"
+	WebhookSessionArchived          = "session.archived"
+	WebhookSessionDeleted           = "session.deleted"
 	WebhookAgentCreated             = "agent.created"
 	WebhookAgentUpdated             = "agent.updated"
 	WebhookAgentArchived            = "agent.archived"
@@ -133,7 +135,7 @@ const (
 // WebhookEventTypes is every type an endpoint may subscribe to.
 var WebhookEventTypes = []string{
 	WebhookSessionCreated, WebhookSessionStatusRunStarted, WebhookSessionStatusIdled,
-	WebhookSessionStatusRescheduled, WebhookSessionStatusTerminated,
+	WebhookSessionStatusRescheduled, WebhookSessionStatusTerminated, WebhookSessionArchived, WebhookSessionDeleted,
 	WebhookAgentCreated, WebhookAgentUpdated, WebhookAgentArchived,
 	WebhookEnvironmentCreated, WebhookEnvironmentUpdated, WebhookEnvironmentArchived, WebhookEnvironmentDeleted,
 }

@@ -13,6 +13,7 @@ var mgWebhookCases = []mgCase{
 	{"ClaimInOrderPerSession", testWebhookClaimOrder},
 	{"RedeliverAndDelete", testWebhookRedeliverDelete},
 	{"AgentAndEnvironmentLifecycle", testWebhookLifecycle},
+	{"SessionArchivedAndDeleted", testWebhookSessionLifecycle},
 }
 
 func (e *mgEnv) endpoint(tenant string, types ...string) *store.WebhookEndpoint {
@@ -198,4 +199,27 @@ func testWebhookLifecycle(e *mgEnv) {
 		"agent.created/agent_wh", "agent.updated/agent_wh", "agent.archived/agent_wh",
 		"environment.created/env_wh", "environment.updated/env_wh", "environment.archived/env_wh",
 		"environment.deleted/env_wh")
+}
+
+// An update that archives a session announces session.archived (other
+// updates, and later ones, do not); deleting it announces session.deleted.
+func testWebhookSessionLifecycle(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookSessionArchived, store.WebhookSessionDeleted)
+	s := e.session(store.ManagedSession{ID: "sesn_life"})
+	s.SandboxID = "sbx_x"
+	s, err := e.s.UpdateManagedSession(e.ctx, s)
+	mustOK(e.t, err, "UpdateManagedSession")
+	equal(e.t, "deliveries after a plain update", len(e.deliveries(ep.ID)), 0)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	s.ArchivedAt = &now
+	stale := *s
+	s, err = e.s.UpdateManagedSession(e.ctx, s)
+	mustOK(e.t, err, "UpdateManagedSession (archive)")
+	_, err = e.s.UpdateManagedSession(e.ctx, &stale)
+	mustErrIs(e.t, err, store.ErrVersionMismatch, "UpdateManagedSession with a stale version")
+	s.SandboxID = ""
+	_, err = e.s.UpdateManagedSession(e.ctx, s)
+	mustOK(e.t, err, "UpdateManagedSession (archived already)")
+	mustOK(e.t, e.s.DeleteManagedSession(e.ctx, s.ID), "DeleteManagedSession")
+	equalStrings(e, "session deliveries", deliveryTypes(e.deliveries(ep.ID)), "session.archived/sesn_life", "session.deleted/sesn_life")
 }
