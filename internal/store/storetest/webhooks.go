@@ -222,4 +222,14 @@ func testWebhookSessionLifecycle(e *mgEnv) {
 	mustOK(e.t, err, "UpdateManagedSession (archived already)")
 	mustOK(e.t, e.s.DeleteManagedSession(e.ctx, s.ID), "DeleteManagedSession")
 	equalStrings(e, "session deliveries", deliveryTypes(e.deliveries(ep.ID)), "session.archived/sesn_life", "session.deleted/sesn_life")
+
+	// A fork is created: announced before the events it starts with.
+	ep2 := e.endpoint(mgTenant, store.WebhookSessionCreated, store.WebhookSessionStatusIdled)
+	src := e.session(store.ManagedSession{ID: "sesn_src"})
+	e.appendTypes(src.ID, "user.message", "session.status_running")
+	_, err = e.s.ForkManagedSession(e.ctx, store.ForkParams{FromID: src.ID, NewID: "sesn_fork", AtSeq: 2,
+		Append: []store.NewEvent{{Type: "session.status_idle"}}})
+	mustOK(e.t, err, "ForkManagedSession")
+	equalStrings(e, "fork deliveries", deliveryTypes(e.deliveries(ep2.ID)), "session.created/sesn_src",
+		"session.created/sesn_fork", "session.status_idled/sesn_fork")
 }
