@@ -242,7 +242,8 @@ type webhookEvent struct {
 }
 
 // enqueueSessionWebhooks writes the outbox rows of the session events evs
-// announce, in the caller's transaction.
+// announce, in the caller's transaction. One query finds the session's
+// tenant and its subscriptions (none: nothing more to do).
 func (s *Store) enqueueSessionWebhooks(ctx context.Context, tx pgx.Tx, sessionID string, evs []store.SessionEvent) error {
 	var whs []webhookEvent
 	for _, ev := range evs {
@@ -253,26 +254,50 @@ func (s *Store) enqueueSessionWebhooks(ctx context.Context, tx pgx.Tx, sessionID
 	if len(whs) == 0 {
 		return nil
 	}
-	var tenant string
-	if err := tx.QueryRow(ctx, `SELECT tenant_id FROM sessions WHERE id = $1`, sessionID).Scan(&tenant); err != nil {
-		return mapErr("tenant of session "+sessionID, err)
+	tenant, subs, err := subscriptions(ctx, tx, `SELECT s.tenant_id, w.event_type, w.endpoint_id FROM sessions s
+		JOIN webhook_subscriptions w ON w.tenant_id = s.tenant_id WHERE s.id = $1 ORDER BY w.endpoint_id`, sessionID)
+	if err != nil {
+		return err
 	}
-	return s.enqueueWebhooks(ctx, tx, tenant, sessionID, whs)
+	return s.writeDeliveries(ctx, tx, tenant, sessionID, whs, subs)
 }
 
 // enqueueWebhooks writes one delivery per event and subscribed endpoint of
 // the tenant, in order, in the caller's transaction.
 func (s *Store) enqueueWebhooks(ctx context.Context, tx pgx.Tx, tenant, orderKey string, whs []webhookEvent) error {
+	_, subs, err := subscriptions(ctx, tx, `SELECT tenant_id, event_type, endpoint_id FROM webhook_subscriptions
+		WHERE tenant_id = $1 ORDER BY endpoint_id`, tenant)
+	if err != nil {
+		return err
+	}
+	return s.writeDeliveries(ctx, tx, tenant, orderKey, whs, subs)
+}
+
+// subscriptions reads (tenant, event type, endpoint) rows into the
+// endpoints subscribed to each type.
+func subscriptions(ctx context.Context, tx pgx.Tx, query, arg string) (string, map[string][]string, error) {
+	rows, err := tx.Query(ctx, query, arg)
+	if err != nil {
+		return "", nil, mapErr("webhook subscriptions", err)
+	}
+	defer rows.Close()
+	var tenant string
+	subs := map[string][]string{}
+	for rows.Next() {
+		var typ, ep string
+		if err := rows.Scan(&tenant, &typ, &ep); err != nil {
+			return "", nil, mapErr("webhook subscriptions", err)
+		}
+		subs[typ] = append(subs[typ], ep)
+	}
+	return tenant, subs, mapErr("webhook subscriptions", rows.Err())
+}
+
+// writeDeliveries inserts the outbox rows: per event, one per endpoint
+// subscribed to its type, the event's payload shared.
+func (s *Store) writeDeliveries(ctx context.Context, tx pgx.Tx, tenant, orderKey string, whs []webhookEvent, subs map[string][]string) error {
 	for _, w := range whs {
-		rows, err := tx.Query(ctx, `SELECT endpoint_id FROM webhook_subscriptions
-			WHERE tenant_id = $1 AND event_type = $2 ORDER BY endpoint_id`, tenant, w.typ)
-		if err != nil {
-			return mapErr("webhook subscriptions of "+tenant, err)
-		}
-		endpoints, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return mapErr("webhook subscriptions of "+tenant, err)
-		}
+		endpoints := subs[w.typ]
 		if len(endpoints) == 0 {
 			continue
 		}

@@ -256,7 +256,8 @@ type webhookEvent struct {
 }
 
 // enqueueSessionWebhooksTx writes the outbox rows of the session events
-// evs announce, in the caller's transaction.
+// evs announce, in the caller's transaction. One query finds the
+// session's tenant and its subscriptions (none: nothing more to do).
 func (s *Store) enqueueSessionWebhooksTx(ctx context.Context, tx *wtx, sessionID string, evs []store.SessionEvent) error {
 	var whs []webhookEvent
 	for _, ev := range evs {
@@ -267,35 +268,50 @@ func (s *Store) enqueueSessionWebhooksTx(ctx context.Context, tx *wtx, sessionID
 	if len(whs) == 0 {
 		return nil
 	}
-	var tenant string
-	if err := tx.QueryRowContext(ctx, `SELECT tenant_id FROM sessions WHERE id = ?`, sessionID).Scan(&tenant); err != nil {
-		return fmt.Errorf("sqlite: tenant of session %q: %w", sessionID, err)
+	tenant, subs, err := subscriptionsTx(ctx, tx, `SELECT s.tenant_id, w.event_type, w.endpoint_id FROM sessions s
+		JOIN webhook_subscriptions w ON w.tenant_id = s.tenant_id WHERE s.id = ? ORDER BY w.endpoint_id`, sessionID)
+	if err != nil {
+		return err
 	}
-	return s.enqueueWebhooksTx(ctx, tx, tenant, sessionID, whs)
+	return s.writeDeliveriesTx(ctx, tx, tenant, sessionID, whs, subs)
 }
 
 // enqueueWebhooksTx writes one delivery per event and subscribed endpoint
 // of the tenant, in order, in the caller's transaction.
 func (s *Store) enqueueWebhooksTx(ctx context.Context, tx *wtx, tenant, orderKey string, whs []webhookEvent) error {
+	_, subs, err := subscriptionsTx(ctx, tx, `SELECT tenant_id, event_type, endpoint_id FROM webhook_subscriptions
+		WHERE tenant_id = ? ORDER BY endpoint_id`, tenant)
+	if err != nil {
+		return err
+	}
+	return s.writeDeliveriesTx(ctx, tx, tenant, orderKey, whs, subs)
+}
+
+// subscriptionsTx reads (tenant, event type, endpoint) rows into the
+// endpoints subscribed to each type.
+func subscriptionsTx(ctx context.Context, tx *wtx, query string, arg string) (string, map[string][]string, error) {
+	rows, err := tx.QueryContext(ctx, query, arg)
+	if err != nil {
+		return "", nil, fmt.Errorf("sqlite: webhook subscriptions: %w", err)
+	}
+	defer rows.Close()
+	var tenant string
+	subs := map[string][]string{}
+	for rows.Next() {
+		var typ, ep string
+		if err := rows.Scan(&tenant, &typ, &ep); err != nil {
+			return "", nil, fmt.Errorf("sqlite: webhook subscriptions: %w", err)
+		}
+		subs[typ] = append(subs[typ], ep)
+	}
+	return tenant, subs, rows.Err()
+}
+
+// writeDeliveriesTx inserts the outbox rows: per event, one per endpoint
+// subscribed to its type, the event's payload shared.
+func (s *Store) writeDeliveriesTx(ctx context.Context, tx *wtx, tenant, orderKey string, whs []webhookEvent, subs map[string][]string) error {
 	for _, w := range whs {
-		rows, err := tx.QueryContext(ctx, `SELECT endpoint_id FROM webhook_subscriptions
-			WHERE tenant_id = ? AND event_type = ? ORDER BY endpoint_id`, tenant, w.typ)
-		if err != nil {
-			return fmt.Errorf("sqlite: webhook subscriptions of %q: %w", tenant, err)
-		}
-		var endpoints []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return fmt.Errorf("sqlite: webhook subscriptions of %q: %w", tenant, err)
-			}
-			endpoints = append(endpoints, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("sqlite: webhook subscriptions of %q: %w", tenant, err)
-		}
+		endpoints := subs[w.typ]
 		if len(endpoints) == 0 {
 			continue
 		}
