@@ -146,3 +146,41 @@ func benchDelivery(b *testing.B, st store.Store, every time.Duration) {
 	b.ReportMetric(float64(len(lats))/elapsed.Seconds(), "deliveries/s")
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkOutboxAppend is the outbox's price on the event append path
+// (SQLite, serial appends of one event): an event no webhook announces
+// (agent.message: no extra query), a status event of a tenant without
+// endpoints (one indexed read), and one with a subscribed endpoint (the
+// read and an outbox row). The delivery loop is not running.
+func BenchmarkOutboxAppend(b *testing.B) {
+	for _, c := range []struct {
+		name, typ string
+		endpoint  bool
+	}{{"agent.message", "agent.message", false}, {"status/no-endpoint", "session.status_idle", false},
+		{"status/subscribed", "session.status_idle", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "state.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			if c.endpoint {
+				if _, err := New(Config{Store: st}).Create(ctx, "tnt_bench", CreateParams{URL: "https://hooks.example.com",
+					EventTypes: []string{store.WebhookSessionStatusIdled}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			s, err := st.CreateManagedSession(ctx, &store.ManagedSession{TenantID: "tnt_bench"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if _, err := st.AppendEvents(ctx, s.ID, []store.NewEvent{{Type: c.typ}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
