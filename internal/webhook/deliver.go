@@ -40,6 +40,7 @@ func (s *Service) Stop() {
 	stop()
 	<-done
 	s.st.SetWebhookNotify(nil)
+	s.client.CloseIdleConnections()
 }
 
 // Notify wakes the loop (new outbox rows, a redelivery).
