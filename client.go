@@ -41,6 +41,8 @@ type Client struct {
 	Keys *KeysService
 	// Tenants manages tenants (admin).
 	Tenants *TenantsService
+	// Webhooks manages the tenant's webhook endpoints.
+	Webhooks *WebhooksService
 	// Sandboxes manages sandboxes.
 	Sandboxes *SandboxesService
 	// Objects calls and manages durable objects.
@@ -93,6 +95,7 @@ func New(opts ...Option) *Client {
 	c.httpClient = withoutRedirects(c.httpClient)
 	c.Keys = &KeysService{c: c}
 	c.Tenants = &TenantsService{c: c}
+	c.Webhooks = &WebhooksService{c: c}
 	c.Sandboxes = &SandboxesService{c: c}
 	c.Objects = &ObjectsService{c: c}
 	c.Sessions = &SessionsService{c: c}

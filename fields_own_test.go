@@ -617,6 +617,21 @@ func ownRules(w *ownWalker) []fieldRule {
 				t.Errorf("%s .event_id = the first event: lineage %v, want it at seq 1", c.body, lin)
 			}
 		}),
+		// Webhooks: types that never fire during the walk, so nothing is sent.
+		rule(`^POST /v1/webhooks \.url$`).with("https://hooks.invalid/walk").does(
+			w.echoes(byID("/v1/webhooks/"), ".url", base(map[string]any{"event_types": []string{"session.status_terminated"}}))),
+		rule(`^POST /v1/webhooks \.description$`).does(w.echoes(byID("/v1/webhooks/"), ".description",
+			base(map[string]any{"url": "https://hooks.invalid/walk", "event_types": []string{"session.status_terminated"}}))),
+		rule(`^POST /v1/webhooks \.event_types\[\]$`).with("session.status_terminated").does(func(t *testing.T, c *fieldCase) {
+			c.state["base"] = map[string]any{"url": "https://hooks.invalid/walk"}
+			out := created(t, c)
+			if out == nil {
+				return
+			}
+			if got := fmt.Sprint(jsonAt(w.get(t, "/v1/webhooks/"+out["id"].(string)), ".event_types")); got != "[session.status_terminated]" {
+				t.Errorf("%s .event_types: stored %s", c.body, got)
+			}
+		}),
 		rule(`^POST /v1/tickets \.(title|description)$`).does(func(t *testing.T, c *fieldCase) {
 			c.state["base"] = map[string]any{"title": "walk"}
 			w.echoes(byID("/v1/tickets/"), c.leaf.path)(t, c)

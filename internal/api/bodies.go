@@ -37,6 +37,7 @@ var requestBodies = map[string]any{
 	"POST /v1/tasks":                             createTaskRequest{},
 	"POST /v1/tickets":                           createTicketRequest{},
 	"POST /v1/tickets/{id}/results":              submitResultRequest{},
+	"POST /v1/webhooks":                          createWebhookRequest{},
 	"POST /v1/agents":                            ManagedBody("BetaAgentNewParams"),
 	"POST /v1/agents/{id}":                       ManagedBody("BetaAgentUpdateParams"),
 	"POST /v1/environments":                      ManagedBody("BetaEnvironmentNewParams"),

@@ -18,6 +18,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/object"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/store"
+	"github.com/agentkernel/agentkernel/internal/webhook"
 )
 
 // Options configure a Server.
@@ -42,6 +43,8 @@ type Options struct {
 	Monitor *monitor.Service
 	// Files serves /v1/files when set.
 	Files *files.Service
+	// Webhooks serves /v1/webhooks when set.
+	Webhooks *webhook.Service
 }
 
 // Server holds the routes and their dependencies.
@@ -164,6 +167,9 @@ func New(o Options) *Server {
 	}
 	if s.files != nil {
 		s.registerFileRoutes(s.files)
+	}
+	if o.Webhooks != nil {
+		s.registerWebhookRoutes(o.Webhooks)
 	}
 
 	s.mux.HandleFunc("/", s.notFound)

@@ -78,6 +78,7 @@ func root() command {
 			taskCommand(),
 			ticketCommand(),
 			vaultCommand(),
+			webhookCommand(),
 			{name: "guest", summary: "run the in-sandbox guest (PID 1 inside a sandbox; not for people)", run: runGuest, internal: true},
 			{name: "agent-event", summary: "inside a sandbox: report a heartbeat or event to the monitor (agentkernel-agent)", run: runAgentEvent, internal: true},
 		},

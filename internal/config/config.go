@@ -56,6 +56,8 @@ type Config struct {
 	Packages PackagesConfig `toml:"packages"`
 	// Resources configures sessions' resources.
 	Resources ResourcesConfig `toml:"resources"`
+	// Webhooks is the delivery of events to tenants' endpoints.
+	Webhooks WebhooksConfig `toml:"webhooks"`
 }
 
 // PackagesConfig points the package managers of environment builds at the
@@ -220,6 +222,7 @@ func Default() Config {
 		},
 		DurableObjects: DefaultDurableObjects(),
 		Monitor:        DefaultMonitor(),
+		Webhooks:       DefaultWebhooks(),
 		Files:          FilesConfig{MaxUploadBytes: DefaultMaxUploadBytes},
 	}
 }

@@ -132,6 +132,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateModels()...)
 	errs = append(errs, c.validateMonitor()...)
 	errs = append(errs, c.validateEgress()...)
+	errs = append(errs, c.validateWebhooks()...)
 	errs = append(errs, c.validateResources()...)
 	return errors.Join(errs...)
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/store/sqlite"
 	"github.com/agentkernel/agentkernel/internal/vault"
 	"github.com/agentkernel/agentkernel/internal/version"
+	"github.com/agentkernel/agentkernel/internal/webhook"
 	"github.com/agentkernel/agentkernel/internal/wsnap"
 )
 
@@ -63,6 +64,8 @@ type Daemon struct {
 	files *files.Service
 	// fileReaper deletes expired files.
 	fileReaper *files.Reaper
+	// webhooks registers webhook endpoints and delivers the outbox.
+	webhooks *webhook.Service
 	// memory keeps memory stores (nil without Managed Agents storage).
 	memory *memory.Service
 	skills *skills.Service
@@ -225,6 +228,8 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		runner.set(rt)
 		d.AddService(rt)
 	}
+	d.webhooks = newWebhooks(cfg, st, log)
+	d.AddService(d.webhooks)
 	mon, err := newMonitor(cfg, st, mgr, wsnap.Sandboxes{Locker: mgr, Snaps: d.snaps}, log)
 	if err != nil {
 		d.closeStores()
@@ -245,6 +250,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		Managed:      managed,
 		Monitor:      mon,
 		Files:        d.files,
+		Webhooks:     d.webhooks,
 	})
 	if svc := d.server.ManagedService(); svc != nil {
 		// Added last, so stopped first: no run starts while the session
@@ -277,6 +283,9 @@ func OpenStore(ctx context.Context, cfg config.Config) (store.Store, error) {
 // AddService registers a background service; Run starts it and shutdown
 // stops it, in reverse order of registration.
 func (d *Daemon) AddService(s Service) { d.services = append(d.services, s) }
+
+// Webhooks returns the webhook service.
+func (d *Daemon) Webhooks() *webhook.Service { return d.webhooks }
 
 // Vaults returns the vault service (nil without Managed Agents storage):
 // the session layer asks it for credentials.

@@ -28,6 +28,7 @@ type Store interface {
 	PackageBuildStore
 	SessionResourceStore
 	DeploymentStore
+	WebhookStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.

@@ -212,6 +212,10 @@ func (s *Store) ForkManagedSession(ctx context.Context, p store.ForkParams) (*st
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("session %s: %w", p.NewID, store.ErrAlreadyExists)
 		}
+		// A fork is a new session: announced before the events it starts with.
+		if err := s.lifecycleWebhook(ctx, tx, src.TenantID, p.NewID, store.WebhookSessionCreated, now); err != nil {
+			return err
+		}
 		if err := copyLog(ctx, tx, src.ID, p.NewID, p.AtSeq); err != nil {
 			return err
 		}

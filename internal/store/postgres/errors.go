@@ -75,7 +75,11 @@ const maxTxAttempts = 5
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	var err error
 	for attempt := 0; attempt < maxTxAttempts; attempt++ {
+		gen := s.outbox.Gen()
 		err = pgx.BeginFunc(ctx, s.pool, fn)
+		if err == nil {
+			s.outbox.AfterCommit(gen)
+		}
 		if !retryable(err) || ctx.Err() != nil {
 			return err
 		}

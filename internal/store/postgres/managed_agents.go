@@ -30,15 +30,22 @@ func (s *Store) CreateAgent(ctx context.Context, a *store.Agent) (*store.Agent, 
 	if in.CreatedAt.IsZero() {
 		in.CreatedAt = s.clock()
 	}
-	out, err := scanAgent(s.pool.QueryRow(ctx, `INSERT INTO agents
-		(id, version, tenant_id, doc, latest, archived_at, created_at, updated_at)
-		VALUES ($1, 1, $2, $3, true, $4, $5, $5) RETURNING `+agentCols,
-		in.ID, in.TenantID, doc, in.ArchivedAt, in.CreatedAt))
-	if err != nil {
-		if isUniqueViolation(err) {
-			return nil, fmt.Errorf("create agent %s: %w", in.ID, store.ErrAlreadyExists)
+	var out *store.Agent
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		out, err = scanAgent(tx.QueryRow(ctx, `INSERT INTO agents
+			(id, version, tenant_id, doc, latest, archived_at, created_at, updated_at)
+			VALUES ($1, 1, $2, $3, true, $4, $5, $5) RETURNING `+agentCols,
+			in.ID, in.TenantID, doc, in.ArchivedAt, in.CreatedAt))
+		if err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("create agent %s: %w", in.ID, store.ErrAlreadyExists)
+			}
+			return mapErr("create agent "+in.ID, err)
 		}
-		return nil, mapErr("create agent "+in.ID, err)
+		return s.lifecycleWebhook(ctx, tx, out.TenantID, out.ID, store.WebhookAgentCreated, out.CreatedAt)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -84,7 +91,10 @@ func (s *Store) UpdateAgent(ctx context.Context, id string, expectedVersion int6
 			(id, version, tenant_id, doc, latest, archived_at, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, true, NULL, $5, $6) RETURNING `+agentCols,
 			id, cur.Version+1, cur.TenantID, body, cur.CreatedAt, s.clock()))
-		return mapErr(fmt.Sprintf("insert agent %s version %d", id, cur.Version+1), err)
+		if err != nil {
+			return mapErr(fmt.Sprintf("insert agent %s version %d", id, cur.Version+1), err)
+		}
+		return s.lifecycleWebhook(ctx, tx, out.TenantID, out.ID, store.WebhookAgentUpdated, out.UpdatedAt)
 	})
 	return out, err
 }
@@ -151,12 +161,18 @@ func (s *Store) ArchiveAgent(ctx context.Context, id string, at time.Time) (*sto
 		if err := lockAgent(ctx, tx, id); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE agents SET archived_at = COALESCE(archived_at, $2) WHERE id = $1`, id, at); err != nil {
+		tag, err := tx.Exec(ctx, `UPDATE agents SET archived_at = $2 WHERE id = $1 AND archived_at IS NULL`, id, at)
+		if err != nil {
 			return mapErr("archive agent "+id, err)
 		}
-		var err error
 		out, err = scanAgent(tx.QueryRow(ctx, `SELECT `+agentCols+` FROM agents WHERE id = $1 AND latest`, id))
-		return mapErr("read agent "+id, err)
+		if err != nil {
+			return mapErr("read agent "+id, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil // archived before: announced then
+		}
+		return s.lifecycleWebhook(ctx, tx, out.TenantID, out.ID, store.WebhookAgentArchived, at)
 	})
 	return out, err
 }

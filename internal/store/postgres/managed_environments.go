@@ -30,15 +30,22 @@ func (s *Store) CreateEnvironment(ctx context.Context, e *store.Environment) (*s
 	if in.UpdatedAt.IsZero() {
 		in.UpdatedAt = in.CreatedAt
 	}
-	out, err := scanEnvironment(s.pool.QueryRow(ctx, `INSERT INTO environments
-		(id, tenant_id, doc, archived_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
-		RETURNING `+environmentCols,
-		in.ID, in.TenantID, doc, in.ArchivedAt, in.CreatedAt, in.UpdatedAt))
-	if err != nil {
-		if isUniqueViolation(err) {
-			return nil, fmt.Errorf("create environment %s: %w", in.ID, store.ErrAlreadyExists)
+	var out *store.Environment
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		out, err = scanEnvironment(tx.QueryRow(ctx, `INSERT INTO environments
+			(id, tenant_id, doc, archived_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+			RETURNING `+environmentCols,
+			in.ID, in.TenantID, doc, in.ArchivedAt, in.CreatedAt, in.UpdatedAt))
+		if err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("create environment %s: %w", in.ID, store.ErrAlreadyExists)
+			}
+			return mapErr("create environment "+in.ID, err)
 		}
-		return nil, mapErr("create environment "+in.ID, err)
+		return s.lifecycleWebhook(ctx, tx, out.TenantID, out.ID, store.WebhookEnvironmentCreated, out.CreatedAt)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -59,8 +66,15 @@ func (s *Store) UpdateEnvironment(ctx context.Context, id string, doc json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	out, err := scanEnvironment(s.pool.QueryRow(ctx, `UPDATE environments SET doc = $2, updated_at = $3
-		WHERE id = $1 AND archived_at IS NULL RETURNING `+environmentCols, id, body, s.clock()))
+	var out *store.Environment
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		out, err = scanEnvironment(tx.QueryRow(ctx, `UPDATE environments SET doc = $2, updated_at = $3
+			WHERE id = $1 AND archived_at IS NULL RETURNING `+environmentCols, id, body, s.clock()))
+		if err != nil {
+			return err
+		}
+		return s.lifecycleWebhook(ctx, tx, out.TenantID, out.ID, store.WebhookEnvironmentUpdated, out.UpdatedAt)
+	})
 	if err == nil {
 		return out, nil
 	}
@@ -97,12 +111,27 @@ func (s *Store) ArchiveEnvironment(ctx context.Context, id string, at time.Time)
 	if at.IsZero() {
 		at = s.clock()
 	}
-	e, err := scanEnvironment(s.pool.QueryRow(ctx, `UPDATE environments SET
-		updated_at = CASE WHEN archived_at IS NULL THEN $2 ELSE updated_at END,
-		archived_at = COALESCE(archived_at, $2)
-		WHERE id = $1 RETURNING `+environmentCols, id, at))
+	var e *store.Environment
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var live bool
+		if err := tx.QueryRow(ctx, `SELECT archived_at IS NULL FROM environments WHERE id = $1 FOR UPDATE`, id).Scan(&live); err != nil {
+			return mapErr("archive environment "+id, err)
+		}
+		var err error
+		e, err = scanEnvironment(tx.QueryRow(ctx, `UPDATE environments SET
+			updated_at = CASE WHEN archived_at IS NULL THEN $2 ELSE updated_at END,
+			archived_at = COALESCE(archived_at, $2)
+			WHERE id = $1 RETURNING `+environmentCols, id, at))
+		if err != nil {
+			return mapErr("archive environment "+id, err)
+		}
+		if !live {
+			return nil // archived before: announced then
+		}
+		return s.lifecycleWebhook(ctx, tx, e.TenantID, e.ID, store.WebhookEnvironmentArchived, at)
+	})
 	if err != nil {
-		return nil, mapErr("archive environment "+id, err)
+		return nil, err
 	}
 	return e, nil
 }
@@ -111,12 +140,15 @@ func (s *Store) ArchiveEnvironment(ctx context.Context, id string, at time.Time)
 // their EnvironmentID: whether deleting is allowed while sessions use it is
 // the API's decision.
 func (s *Store) DeleteEnvironment(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM environments WHERE id = $1`, id)
-	if err != nil {
-		return mapErr("delete environment "+id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("delete environment %s: %w", id, store.ErrNotFound)
-	}
-	return nil
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var tenant string
+		err := tx.QueryRow(ctx, `DELETE FROM environments WHERE id = $1 RETURNING tenant_id`, id).Scan(&tenant)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("delete environment %s: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return mapErr("delete environment "+id, err)
+		}
+		return s.lifecycleWebhook(ctx, tx, tenant, id, store.WebhookEnvironmentDeleted, s.clock())
+	})
 }

@@ -80,12 +80,12 @@ func (s *Store) appendEventsTx(ctx context.Context, tx pgx.Tx, now time.Time, se
 	if branchOf != "" {
 		return nil, fmt.Errorf("session %s is an abandoned branch of %s and takes no events: %w", sessionID, branchOf, store.ErrConflict)
 	}
-	return insertEvents(ctx, tx, now, sessionID, last-n, b)
+	return s.insertEvents(ctx, tx, now, sessionID, last-n, b)
 }
 
 // insertEvents inserts b as the session's messages last+1, last+2, …
 // (the caller has advanced message_count).
-func insertEvents(ctx context.Context, tx pgx.Tx, now time.Time, sessionID string, last int64, b eventBatch) ([]store.SessionEvent, error) {
+func (s *Store) insertEvents(ctx context.Context, tx pgx.Tx, now time.Time, sessionID string, last int64, b eventBatch) ([]store.SessionEvent, error) {
 	n := int64(len(b.ids))
 	out := make([]store.SessionEvent, n)
 	if n == 0 {
@@ -117,6 +117,9 @@ func insertEvents(ctx context.Context, tx pgx.Tx, now time.Time, sessionID strin
 	}
 	if err != nil {
 		return nil, mapErr("append events to session "+sessionID, err)
+	}
+	if err := s.enqueueSessionWebhooks(ctx, tx, sessionID, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -92,7 +93,11 @@ func (s *Store) CreateManagedSessionWith(ctx context.Context, p store.NewManaged
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("create session %s: %w", in.ID, store.ErrAlreadyExists)
 		}
-		if evs, err = insertEvents(ctx, tx, s.clock(), in.ID, 0, b); err != nil {
+		if err := s.enqueueWebhooks(ctx, tx, in.TenantID, in.ID, []webhookEvent{
+			{typ: store.WebhookSessionCreated, resource: in.ID, at: in.CreatedAt}}); err != nil {
+			return err
+		}
+		if evs, err = s.insertEvents(ctx, tx, s.clock(), in.ID, 0, b); err != nil {
 			return err
 		}
 		if rs, err = s.createResourcesTx(ctx, tx, p.Resources); err != nil {
@@ -135,6 +140,15 @@ func (s *Store) UpdateManagedSession(ctx context.Context, m *store.ManagedSessio
 	var out *store.ManagedSession
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		now := s.clock()
+		// An update that archives is announced (session.archived): was the
+		// session live before it?
+		archives := false
+		if m.ArchivedAt != nil {
+			err := tx.QueryRow(ctx, `SELECT archived_at IS NULL FROM sessions WHERE id = $1 AND kind = 'managed' FOR UPDATE`, m.ID).Scan(&archives)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return mapErr("read session "+m.ID, err)
+			}
+		}
 		tag, err := tx.Exec(ctx, `UPDATE sessions SET
 			doc = $3, sandbox_id = $4, usage = $5, processed_seq = $6, stop_reason = $7,
 			terminated_at = $8, archived_at = $9, workspace_seed = $10, version = version + 1, updated_at = $11
@@ -145,8 +159,10 @@ func (s *Store) UpdateManagedSession(ctx context.Context, m *store.ManagedSessio
 			return mapErr("update session "+m.ID, err)
 		}
 		if tag.RowsAffected() == 1 {
-			out, err = getManagedSession(ctx, tx, m.ID, now)
-			return err
+			if out, err = getManagedSession(ctx, tx, m.ID, now); err != nil || !archives {
+				return err
+			}
+			return s.lifecycleWebhook(ctx, tx, out.TenantID, out.ID, store.WebhookSessionArchived, *out.ArchivedAt)
 		}
 		// No row matched: tell a missing session from a stale version.
 		var current int64
@@ -179,12 +195,19 @@ func (s *Store) ListManagedSessions(ctx context.Context, p store.ListResourcesPa
 // (messages), runs and checkpoints.
 func (s *Store) DeleteManagedSession(ctx context.Context, id string) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = $1 AND kind = 'managed'`, id)
+		var tenant, branchOf string
+		err := tx.QueryRow(ctx, `DELETE FROM sessions WHERE id = $1 AND kind = 'managed' RETURNING tenant_id, branch_of`, id).
+			Scan(&tenant, &branchOf)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("delete session %s: %w", id, store.ErrNotFound)
+		}
 		if err != nil {
 			return mapErr("delete session "+id, err)
 		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("delete session %s: %w", id, store.ErrNotFound)
+		if branchOf == "" {
+			if err := s.lifecycleWebhook(ctx, tx, tenant, id, store.WebhookSessionDeleted, s.clock()); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM session_resources WHERE session_id = $1
 			OR session_id IN (SELECT id COLLATE "C" FROM sessions WHERE branch_of = $1)`, id); err != nil {

@@ -24,6 +24,9 @@ type Store struct {
 	log    *slog.Logger
 	now    func() time.Time
 	schema string
+	// outbox wakes the webhook delivery loop after commits that wrote
+	// outbox rows.
+	outbox store.OutboxNotifier
 }
 
 var _ store.Store = (*Store)(nil)

@@ -235,6 +235,10 @@ func (s *Store) ForkManagedSession(ctx context.Context, p store.ForkParams) (*st
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("session %q: %w", p.NewID, store.ErrAlreadyExists)
 		}
+		// A fork is a new session: announced before the events it starts with.
+		if err := s.lifecycleWebhookTx(ctx, tx, src.TenantID, p.NewID, store.WebhookSessionCreated, fromMicros(now)); err != nil {
+			return err
+		}
 		if err := copyLog(ctx, tx, src.ID, p.NewID, p.AtSeq); err != nil {
 			return err
 		}

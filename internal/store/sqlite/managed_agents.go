@@ -28,16 +28,23 @@ func (s *Store) CreateAgent(ctx context.Context, a *store.Agent) (*store.Agent, 
 	if in.CreatedAt.IsZero() {
 		in.CreatedAt = s.timestamp()
 	}
-	out, err := scanAgent(s.write.QueryRowContext(ctx, `INSERT INTO agents
-		(id, version, tenant_id, doc, latest, archived_at, created_at, updated_at)
-		VALUES (?, 1, ?, ?, 1, ?, ?, ?)
-		ON CONFLICT DO NOTHING RETURNING `+agentCols,
-		in.ID, in.TenantID, doc, nullMicros(in.ArchivedAt), micros(in.CreatedAt), micros(in.CreatedAt)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("agent %q: %w", in.ID, store.ErrAlreadyExists)
-	}
+	var out *store.Agent
+	err = s.inTx(ctx, func(tx *wtx) error {
+		out, err = scanAgent(tx.QueryRowContext(ctx, `INSERT INTO agents
+			(id, version, tenant_id, doc, latest, archived_at, created_at, updated_at)
+			VALUES (?, 1, ?, ?, 1, ?, ?, ?)
+			ON CONFLICT DO NOTHING RETURNING `+agentCols,
+			in.ID, in.TenantID, doc, nullMicros(in.ArchivedAt), micros(in.CreatedAt), micros(in.CreatedAt)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("agent %q: %w", in.ID, store.ErrAlreadyExists)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: create agent %q: %w", in.ID, err)
+		}
+		return s.lifecycleWebhookTx(ctx, tx, out.TenantID, out.ID, store.WebhookAgentCreated, out.CreatedAt)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: create agent %q: %w", in.ID, err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -71,7 +78,7 @@ func (s *Store) UpdateAgent(ctx context.Context, id string, expectedVersion int6
 		if err != nil {
 			return fmt.Errorf("sqlite: insert agent %q version %d: %w", id, cur.Version+1, err)
 		}
-		return nil
+		return s.lifecycleWebhookTx(ctx, tx, out.TenantID, out.ID, store.WebhookAgentUpdated, out.UpdatedAt)
 	})
 	return out, err
 }
@@ -138,11 +145,11 @@ func (s *Store) ArchiveAgent(ctx context.Context, id string, at time.Time) (*sto
 	}
 	var out *store.Agent
 	err := s.inTx(ctx, func(tx *wtx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE agents SET archived_at = COALESCE(archived_at, ?) WHERE id = ?`,
-			micros(at), id); err != nil {
+		res, err := tx.ExecContext(ctx, `UPDATE agents SET archived_at = ? WHERE id = ? AND archived_at IS NULL`,
+			micros(at), id)
+		if err != nil {
 			return fmt.Errorf("sqlite: archive agent %q: %w", id, err)
 		}
-		var err error
 		out, err = scanAgent(tx.QueryRowContext(ctx, `SELECT `+agentCols+` FROM agents WHERE id = ? AND latest = 1`, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("agent %q: %w", id, store.ErrNotFound)
@@ -150,7 +157,10 @@ func (s *Store) ArchiveAgent(ctx context.Context, id string, at time.Time) (*sto
 		if err != nil {
 			return fmt.Errorf("sqlite: read agent %q: %w", id, err)
 		}
-		return nil
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil // archived before: announced then
+		}
+		return s.lifecycleWebhookTx(ctx, tx, out.TenantID, out.ID, store.WebhookAgentArchived, at)
 	})
 	return out, err
 }

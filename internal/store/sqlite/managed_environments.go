@@ -29,15 +29,22 @@ func (s *Store) CreateEnvironment(ctx context.Context, e *store.Environment) (*s
 	if in.UpdatedAt.IsZero() {
 		in.UpdatedAt = in.CreatedAt
 	}
-	out, err := scanEnvironment(s.write.QueryRowContext(ctx, `INSERT INTO environments
-		(id, tenant_id, doc, archived_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT DO NOTHING RETURNING `+environmentCols,
-		in.ID, in.TenantID, doc, nullMicros(in.ArchivedAt), micros(in.CreatedAt), micros(in.UpdatedAt)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("environment %q: %w", in.ID, store.ErrAlreadyExists)
-	}
+	var out *store.Environment
+	err = s.inTx(ctx, func(tx *wtx) error {
+		out, err = scanEnvironment(tx.QueryRowContext(ctx, `INSERT INTO environments
+			(id, tenant_id, doc, archived_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT DO NOTHING RETURNING `+environmentCols,
+			in.ID, in.TenantID, doc, nullMicros(in.ArchivedAt), micros(in.CreatedAt), micros(in.UpdatedAt)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("environment %q: %w", in.ID, store.ErrAlreadyExists)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: create environment %q: %w", in.ID, err)
+		}
+		return s.lifecycleWebhookTx(ctx, tx, out.TenantID, out.ID, store.WebhookEnvironmentCreated, out.CreatedAt)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: create environment %q: %w", in.ID, err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -68,7 +75,7 @@ func (s *Store) UpdateEnvironment(ctx context.Context, id string, doc json.RawMe
 			WHERE id = ? AND archived_at IS NULL RETURNING `+environmentCols, body, micros(s.timestamp()), id))
 		if err == nil {
 			out = row
-			return nil
+			return s.lifecycleWebhookTx(ctx, tx, row.TenantID, row.ID, store.WebhookEnvironmentUpdated, row.UpdatedAt)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: update environment %q: %w", id, err)
@@ -103,15 +110,31 @@ func (s *Store) ArchiveEnvironment(ctx context.Context, id string, at time.Time)
 	if at.IsZero() {
 		at = s.timestamp()
 	}
-	e, err := scanEnvironment(s.write.QueryRowContext(ctx, `UPDATE environments SET
-		updated_at = CASE WHEN archived_at IS NULL THEN ?1 ELSE updated_at END,
-		archived_at = COALESCE(archived_at, ?1)
-		WHERE id = ?2 RETURNING `+environmentCols, micros(at), id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("environment %q: %w", id, store.ErrNotFound)
-	}
+	var e *store.Environment
+	err := s.inTx(ctx, func(tx *wtx) error {
+		var (
+			live bool
+			err  error
+		)
+		if err := tx.QueryRowContext(ctx, `SELECT archived_at IS NULL FROM environments WHERE id = ?`, id).Scan(&live); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("environment %q: %w", id, store.ErrNotFound)
+		} else if err != nil {
+			return fmt.Errorf("sqlite: read environment %q: %w", id, err)
+		}
+		e, err = scanEnvironment(tx.QueryRowContext(ctx, `UPDATE environments SET
+			updated_at = CASE WHEN archived_at IS NULL THEN ?1 ELSE updated_at END,
+			archived_at = COALESCE(archived_at, ?1)
+			WHERE id = ?2 RETURNING `+environmentCols, micros(at), id))
+		if err != nil {
+			return fmt.Errorf("sqlite: archive environment %q: %w", id, err)
+		}
+		if !live {
+			return nil // archived before: announced then
+		}
+		return s.lifecycleWebhookTx(ctx, tx, e.TenantID, e.ID, store.WebhookEnvironmentArchived, at)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: archive environment %q: %w", id, err)
+		return nil, err
 	}
 	return e, nil
 }
@@ -120,12 +143,15 @@ func (s *Store) ArchiveEnvironment(ctx context.Context, id string, at time.Time)
 // environment keep their EnvironmentID: whether deleting is allowed while
 // sessions use it is the API's decision.
 func (s *Store) DeleteEnvironment(ctx context.Context, id string) error {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM environments WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("sqlite: delete environment %q: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("environment %q: %w", id, store.ErrNotFound)
-	}
-	return nil
+	return s.inTx(ctx, func(tx *wtx) error {
+		var tenant string
+		err := tx.QueryRowContext(ctx, `DELETE FROM environments WHERE id = ? RETURNING tenant_id`, id).Scan(&tenant)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("environment %q: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: delete environment %q: %w", id, err)
+		}
+		return s.lifecycleWebhookTx(ctx, tx, tenant, id, store.WebhookEnvironmentDeleted, s.timestamp())
+	})
 }

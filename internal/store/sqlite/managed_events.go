@@ -153,6 +153,9 @@ func (s *Store) insertEventsTx(ctx context.Context, tx *wtx, now time.Time, sess
 		out[i] = store.SessionEvent{SessionID: sessionID, Seq: seq, ID: r.id, Type: r.typ,
 			Data: []byte(r.data), CreatedAt: now}
 	}
+	if err := s.enqueueSessionWebhooksTx(ctx, tx, sessionID, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -65,6 +65,11 @@ func (s *Store) AppendEventsBatch(ctx context.Context, batch map[string][]store.
 		if err != nil {
 			return fmt.Errorf("sqlite: insert events of %d sessions: %w", len(sessions), err)
 		}
+		for _, id := range sessions {
+			if err := s.enqueueSessionWebhooksTx(ctx, tx, id, out[id]); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {

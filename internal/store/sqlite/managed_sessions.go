@@ -98,6 +98,10 @@ func (s *Store) CreateManagedSessionWith(ctx context.Context, p store.NewManaged
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("session %q: %w", in.ID, store.ErrAlreadyExists)
 		}
+		if err := s.enqueueWebhooksTx(ctx, tx, in.TenantID, in.ID, []webhookEvent{
+			{typ: store.WebhookSessionCreated, resource: in.ID, at: in.CreatedAt}}); err != nil {
+			return err
+		}
 		if len(rows) > 0 {
 			// The session's version stays 1: its creation is one
 			// modification, events included.
@@ -148,6 +152,15 @@ func (s *Store) UpdateManagedSession(ctx context.Context, m *store.ManagedSessio
 	var out *store.ManagedSession
 	err = s.inTx(ctx, func(tx *wtx) error {
 		now := s.timestamp()
+		// An update that archives is announced (session.archived): was the
+		// session live before it?
+		archives := false
+		if m.ArchivedAt != nil {
+			err := tx.QueryRowContext(ctx, `SELECT archived_at IS NULL FROM sessions WHERE id = ? AND kind = 'managed'`, m.ID).Scan(&archives)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("sqlite: read session %q: %w", m.ID, err)
+			}
+		}
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET
 			doc = ?, sandbox_id = ?, usage = ?, processed_seq = ?, stop_reason = ?,
 			terminated_at = ?, archived_at = ?, workspace_seed = ?, version = version + 1, updated_at = ?
@@ -158,8 +171,10 @@ func (s *Store) UpdateManagedSession(ctx context.Context, m *store.ManagedSessio
 			return fmt.Errorf("sqlite: update session %q: %w", m.ID, err)
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
-			out, err = getManagedSession(ctx, tx, m.ID, now)
-			return err
+			if out, err = getManagedSession(ctx, tx, m.ID, now); err != nil || !archives {
+				return err
+			}
+			return s.lifecycleWebhookTx(ctx, tx, out.TenantID, out.ID, store.WebhookSessionArchived, *out.ArchivedAt)
 		}
 		var current int64
 		err = tx.QueryRowContext(ctx, `SELECT version FROM sessions WHERE id = ? AND kind = 'managed'`, m.ID).Scan(&current)
@@ -196,12 +211,19 @@ func (s *Store) ListManagedSessions(ctx context.Context, p store.ListResourcesPa
 // checkpoints.
 func (s *Store) DeleteManagedSession(ctx context.Context, id string) error {
 	return s.inTx(ctx, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ? AND kind = 'managed'`, id)
+		var tenant, branchOf string
+		err := tx.QueryRowContext(ctx, `DELETE FROM sessions WHERE id = ? AND kind = 'managed' RETURNING tenant_id, branch_of`, id).
+			Scan(&tenant, &branchOf)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+		}
 		if err != nil {
 			return fmt.Errorf("sqlite: delete session %q: %w", id, err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("session %q: %w", id, store.ErrNotFound)
+		if branchOf == "" {
+			if err := s.lifecycleWebhookTx(ctx, tx, tenant, id, store.WebhookSessionDeleted, s.timestamp()); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM session_resources WHERE session_id IN
 			(SELECT id FROM sessions WHERE branch_of = ?) OR session_id = ?`, id, id); err != nil {

@@ -38,6 +38,9 @@ type Store struct {
 	// failpoint, when set, runs at named points inside transactions
 	// (WithFailpoint).
 	failpoint func(point, what string)
+	// outbox wakes the webhook delivery loop after commits that wrote
+	// outbox rows.
+	outbox store.OutboxNotifier
 }
 
 var _ store.Store = (*Store)(nil)
@@ -231,6 +234,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *wtx) error) error {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	tx := &wtx{Tx: sqlTx, pool: s.write}
+	gen := s.outbox.Gen()
 	// Only now, with the write connection free again, can statements the
 	// transaction ran unprepared be prepared for the next one.
 	defer func() {
@@ -245,5 +249,6 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *wtx) error) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", err)
 	}
+	s.outbox.AfterCommit(gen)
 	return nil
 }

@@ -1,0 +1,235 @@
+package storetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentkernel/agentkernel/internal/store"
+)
+
+var mgWebhookCases = []mgCase{
+	{"EventAppendWritesOutboxAtomically", testWebhookOutboxAtomic},
+	{"ClaimInOrderPerSession", testWebhookClaimOrder},
+	{"RedeliverAndDelete", testWebhookRedeliverDelete},
+	{"AgentAndEnvironmentLifecycle", testWebhookLifecycle},
+	{"SessionArchivedAndDeleted", testWebhookSessionLifecycle},
+}
+
+func (e *mgEnv) endpoint(tenant string, types ...string) *store.WebhookEndpoint {
+	e.t.Helper()
+	ep, err := e.s.CreateWebhookEndpoint(e.ctx, &store.WebhookEndpoint{TenantID: tenant, URL: "https://hooks.example.com/x",
+		EventTypes: types, Secret: "whsec_c2VjcmV0Cg=="})
+	mustOK(e.t, err, "CreateWebhookEndpoint")
+	return ep
+}
+
+func (e *mgEnv) deliveries(endpointID string) []*store.WebhookDelivery {
+	e.t.Helper()
+	ds, err := e.s.ListWebhookDeliveries(e.ctx, store.ListWebhookDeliveriesParams{EndpointID: endpointID})
+	mustOK(e.t, err, "ListWebhookDeliveries")
+	return ds
+}
+
+func deliveryTypes(ds []*store.WebhookDelivery) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.EventType + "/" + d.OrderKey
+	}
+	return out
+}
+
+func equalStrings(e *mgEnv, what string, got []string, want ...string) {
+	e.t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		e.t.Fatalf("%s: got %v, want %v", what, got, want)
+	}
+}
+
+// An event append (single, batch, turn end) writes the outbox rows of the
+// endpoints subscribed to what it announces, in its transaction: a failed
+// append writes none, and another tenant's endpoint gets nothing.
+func testWebhookOutboxAtomic(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookSessionCreated, store.WebhookSessionStatusRunStarted, store.WebhookSessionStatusIdled)
+	other := e.endpoint(mgOtherTenant, store.WebhookSessionCreated, store.WebhookSessionStatusIdled)
+	s := e.session(store.ManagedSession{ID: "sesn_wh"})
+	equalStrings(e, "after create", deliveryTypes(e.deliveries(ep.ID)), "session.created/sesn_wh")
+
+	evs, err := e.s.AppendEvents(e.ctx, s.ID, []store.NewEvent{{Type: "user.message"}, {Type: "session.status_running"},
+		{Type: "agent.message"}, {Type: "session.status_idle"}, {Type: "session.status_rescheduled"}})
+	mustOK(e.t, err, "AppendEvents")
+	ds := e.deliveries(ep.ID)
+	equalStrings(e, "after append", deliveryTypes(ds), "session.created/sesn_wh",
+		"session.status_run_started/sesn_wh", "session.status_idled/sesn_wh")
+	for i, d := range ds {
+		equal(e.t, fmt.Sprintf("delivery %d status", i), d.Status, store.DeliveryPending)
+		equal(e.t, fmt.Sprintf("delivery %d tenant", i), d.TenantID, mgTenant)
+		if i > 0 && ds[i-1].Seq >= d.Seq {
+			e.t.Fatalf("delivery seqs out of order: %d then %d", ds[i-1].Seq, d.Seq)
+		}
+		var body struct {
+			ID        string            `json:"id"`
+			Type      string            `json:"type"`
+			CreatedAt time.Time         `json:"created_at"`
+			Data      map[string]string `json:"data"`
+		}
+		mustOK(e.t, json.Unmarshal(d.Payload, &body), "payload")
+		equal(e.t, "payload id", body.ID, d.EventID)
+		equal(e.t, "payload type", body.Type, "event")
+		equal(e.t, "payload data.type", body.Data["type"], d.EventType)
+		equal(e.t, "payload data.id", body.Data["id"], s.ID)
+		equal(e.t, "payload data.organization_id", body.Data["organization_id"], mgTenant)
+	}
+	sbSameTime(e.t, "idled payload time", mustTime(e, ds[2].Payload), evs[3].CreatedAt)
+	equal(e.t, "other tenant's deliveries", len(e.deliveries(other.ID)), 0)
+
+	// A rejected append (duplicate id) rolls its outbox rows back.
+	_, err = e.s.AppendEvents(e.ctx, s.ID, []store.NewEvent{{Type: "session.status_idle"}, {ID: evs[0].ID, Type: "user.message"}})
+	mustErrIs(e.t, err, store.ErrAlreadyExists, "AppendEvents with a stored id")
+	equal(e.t, "deliveries after a failed append", len(e.deliveries(ep.ID)), 3)
+
+	// The batch path writes them too.
+	s2 := e.session(store.ManagedSession{ID: "sesn_wh2"})
+	_, err = e.s.AppendEventsBatch(e.ctx, map[string][]store.NewEvent{
+		s.ID: {{Type: "session.status_running"}}, s2.ID: {{Type: "session.status_idle"}}})
+	mustOK(e.t, err, "AppendEventsBatch")
+	equalStrings(e, "after batch", deliveryTypes(e.deliveries(ep.ID))[3:], "session.created/sesn_wh2",
+		"session.status_run_started/sesn_wh", "session.status_idled/sesn_wh2")
+}
+
+func mustTime(e *mgEnv, payload json.RawMessage) time.Time {
+	e.t.Helper()
+	var b struct {
+		CreatedAt time.Time `json:"created_at"`
+	}
+	mustOK(e.t, json.Unmarshal(payload, &b), "payload created_at")
+	return b.CreatedAt
+}
+
+// Claims take only the oldest pending delivery of an endpoint and
+// session; a leased one hides the rest until it is finished, a dead one
+// lets the next go.
+func testWebhookClaimOrder(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookSessionStatusRunStarted, store.WebhookSessionStatusIdled)
+	a := e.session(store.ManagedSession{ID: "sesn_a"})
+	b := e.session(store.ManagedSession{ID: "sesn_b"})
+	e.appendTypes(a.ID, "session.status_running", "session.status_idle")
+	e.appendTypes(b.ID, "session.status_running", "session.status_idle")
+	now := time.Now().Add(time.Minute)
+	claim := func(at time.Time) []string {
+		e.t.Helper()
+		ds, err := e.s.ClaimWebhookDeliveries(e.ctx, store.ClaimWebhookParams{Now: at, Lease: time.Minute, Limit: 10})
+		mustOK(e.t, err, "ClaimWebhookDeliveries")
+		return deliveryTypes(ds)
+	}
+	equalStrings(e, "first claim", claim(now), "session.status_run_started/sesn_a", "session.status_run_started/sesn_b")
+	equalStrings(e, "claim while leased", claim(now))
+	ds := e.deliveries(ep.ID)
+	_, err := e.s.FinishWebhookAttempt(e.ctx, store.WebhookAttempt{ID: ds[0].ID, Delivered: true, At: now, NextAttemptAt: now})
+	mustOK(e.t, err, "FinishWebhookAttempt delivered")
+	_, err = e.s.FinishWebhookAttempt(e.ctx, store.WebhookAttempt{ID: ds[2].ID, Error: "503", Status: 503, At: now,
+		NextAttemptAt: now.Add(time.Hour)})
+	mustOK(e.t, err, "FinishWebhookAttempt failed")
+	equalStrings(e, "after a's head delivered, b's failed", claim(now), "session.status_idled/sesn_a")
+	_, err = e.s.FinishWebhookAttempt(e.ctx, store.WebhookAttempt{ID: ds[1].ID, Delivered: true, At: now, NextAttemptAt: now})
+	mustOK(e.t, err, "FinishWebhookAttempt delivered")
+	equalStrings(e, "after b's retry is due", claim(now.Add(2*time.Hour)), "session.status_run_started/sesn_b")
+	d, err := e.s.FinishWebhookAttempt(e.ctx, store.WebhookAttempt{ID: ds[2].ID, Dead: true, Error: "503", At: now, NextAttemptAt: now})
+	mustOK(e.t, err, "FinishWebhookAttempt dead")
+	equal(e.t, "dead status", d.Status, store.DeliveryDead)
+	equal(e.t, "attempts", d.Attempts, int64(2))
+	equalStrings(e, "after b's head is dead", claim(now.Add(3*time.Hour)), "session.status_idled/sesn_b")
+}
+
+func testWebhookRedeliverDelete(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookSessionStatusIdled)
+	s := e.session(store.ManagedSession{ID: "sesn_r"})
+	e.appendTypes(s.ID, "session.status_idle")
+	d := e.deliveries(ep.ID)[0]
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	_, err := e.s.FinishWebhookAttempt(e.ctx, store.WebhookAttempt{ID: d.ID, Dead: true, At: now, NextAttemptAt: now})
+	mustOK(e.t, err, "FinishWebhookAttempt")
+	r, err := e.s.RedeliverWebhookDelivery(e.ctx, d.ID, now)
+	mustOK(e.t, err, "RedeliverWebhookDelivery")
+	equal(e.t, "redelivered status", r.Status, store.DeliveryPending)
+	equal(e.t, "redelivered attempts", r.Attempts, int64(0))
+	_, err = e.s.RedeliverWebhookDelivery(e.ctx, "whd_missing", now)
+	mustErrIs(e.t, err, store.ErrNotFound, "RedeliverWebhookDelivery(missing)")
+
+	got, err := e.s.GetWebhookEndpoint(e.ctx, ep.ID)
+	mustOK(e.t, err, "GetWebhookEndpoint")
+	equalStrings(e, "event types", got.EventTypes, store.WebhookSessionStatusIdled)
+	list, err := e.s.ListWebhookEndpoints(e.ctx, mgOtherTenant)
+	mustOK(e.t, err, "ListWebhookEndpoints")
+	equal(e.t, "other tenant's endpoints", len(list), 0)
+	mustOK(e.t, e.s.DeleteWebhookEndpoint(e.ctx, ep.ID), "DeleteWebhookEndpoint")
+	mustErrIs(e.t, e.s.DeleteWebhookEndpoint(e.ctx, ep.ID), store.ErrNotFound, "DeleteWebhookEndpoint twice")
+	_, err = e.s.GetWebhookDelivery(e.ctx, d.ID)
+	mustErrIs(e.t, err, store.ErrNotFound, "GetWebhookDelivery after delete")
+	e.appendTypes(s.ID, "session.status_idle")
+	equal(e.t, "deliveries after delete", len(e.deliveries(ep.ID)), 0)
+}
+
+// Agent and environment writes announce themselves in their transaction;
+// a refused write and a second archive announce nothing.
+func testWebhookLifecycle(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookAgentCreated, store.WebhookAgentUpdated, store.WebhookAgentArchived,
+		store.WebhookEnvironmentCreated, store.WebhookEnvironmentUpdated, store.WebhookEnvironmentArchived,
+		store.WebhookEnvironmentDeleted)
+	a := e.agent(store.Agent{ID: "agent_wh"})
+	_, err := e.s.UpdateAgent(e.ctx, a.ID, 1, json.RawMessage(`{"name":"b"}`))
+	mustOK(e.t, err, "UpdateAgent")
+	_, err = e.s.UpdateAgent(e.ctx, a.ID, 1, json.RawMessage(`{"name":"c"}`))
+	mustErrIs(e.t, err, store.ErrVersionMismatch, "UpdateAgent with a stale version")
+	for range 2 {
+		_, err = e.s.ArchiveAgent(e.ctx, a.ID, time.Time{})
+		mustOK(e.t, err, "ArchiveAgent")
+	}
+	en := e.environment(store.Environment{ID: "env_wh"})
+	_, err = e.s.UpdateEnvironment(e.ctx, en.ID, json.RawMessage(`{"name":"b"}`))
+	mustOK(e.t, err, "UpdateEnvironment")
+	for range 2 {
+		_, err = e.s.ArchiveEnvironment(e.ctx, en.ID, time.Time{})
+		mustOK(e.t, err, "ArchiveEnvironment")
+	}
+	mustOK(e.t, e.s.DeleteEnvironment(e.ctx, en.ID), "DeleteEnvironment")
+	mustErrIs(e.t, e.s.DeleteEnvironment(e.ctx, en.ID), store.ErrNotFound, "DeleteEnvironment twice")
+	e.agent(store.Agent{ID: "agent_other", TenantID: mgOtherTenant})
+	equalStrings(e, "lifecycle deliveries", deliveryTypes(e.deliveries(ep.ID)),
+		"agent.created/agent_wh", "agent.updated/agent_wh", "agent.archived/agent_wh",
+		"environment.created/env_wh", "environment.updated/env_wh", "environment.archived/env_wh",
+		"environment.deleted/env_wh")
+}
+
+// An update that archives a session announces session.archived (other
+// updates, and later ones, do not); deleting it announces session.deleted.
+func testWebhookSessionLifecycle(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookSessionArchived, store.WebhookSessionDeleted)
+	s := e.session(store.ManagedSession{ID: "sesn_life"})
+	s.SandboxID = "sbx_x"
+	s, err := e.s.UpdateManagedSession(e.ctx, s)
+	mustOK(e.t, err, "UpdateManagedSession")
+	equal(e.t, "deliveries after a plain update", len(e.deliveries(ep.ID)), 0)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	s.ArchivedAt = &now
+	stale := *s
+	s, err = e.s.UpdateManagedSession(e.ctx, s)
+	mustOK(e.t, err, "UpdateManagedSession (archive)")
+	_, err = e.s.UpdateManagedSession(e.ctx, &stale)
+	mustErrIs(e.t, err, store.ErrVersionMismatch, "UpdateManagedSession with a stale version")
+	s.SandboxID = ""
+	_, err = e.s.UpdateManagedSession(e.ctx, s)
+	mustOK(e.t, err, "UpdateManagedSession (archived already)")
+	mustOK(e.t, e.s.DeleteManagedSession(e.ctx, s.ID), "DeleteManagedSession")
+	equalStrings(e, "session deliveries", deliveryTypes(e.deliveries(ep.ID)), "session.archived/sesn_life", "session.deleted/sesn_life")
+
+	// A fork is created: announced before the events it starts with.
+	ep2 := e.endpoint(mgTenant, store.WebhookSessionCreated, store.WebhookSessionStatusIdled)
+	src := e.session(store.ManagedSession{ID: "sesn_src"})
+	e.appendTypes(src.ID, "user.message", "session.status_running")
+	_, err = e.s.ForkManagedSession(e.ctx, store.ForkParams{FromID: src.ID, NewID: "sesn_fork", AtSeq: 2,
+		Append: []store.NewEvent{{Type: "session.status_idle"}}})
+	mustOK(e.t, err, "ForkManagedSession")
+	equalStrings(e, "fork deliveries", deliveryTypes(e.deliveries(ep2.ID)), "session.created/sesn_src",
+		"session.created/sesn_fork", "session.status_idled/sesn_fork")
+}

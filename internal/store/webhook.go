@@ -1,0 +1,207 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"time"
+)
+
+// This file holds webhook endpoints and their durable outbox (issue 14).
+// A delivery row is written in the SAME transaction as the event or write
+// it announces, so an event that is stored is always delivered (at least
+// once) and one that rolled back never is.
+
+// WebhookEndpoint is a tenant's registered receiver.
+type WebhookEndpoint struct {
+	ID          string // "whep_…", generated when empty
+	TenantID    string
+	URL         string
+	Description string
+	// EventTypes are the webhook event types (WebhookEventTypes) it receives.
+	EventTypes []string
+	// Secret is the signing key, "whsec_" + base64 (Standard Webhooks).
+	Secret    string
+	CreatedAt time.Time
+}
+
+// Delivery states. A pending delivery is due at NextAttemptAt; delivered
+// and dead are final until a redelivery makes the row pending again.
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryDead      = "dead"
+)
+
+// WebhookDelivery is one outbox row: one event for one endpoint.
+type WebhookDelivery struct {
+	ID         string // "whd_…"
+	Seq        int64  // outbox order (per order key it is the event order)
+	EndpointID string
+	TenantID   string
+	// EventID is the event's id ("whe_…"): the payload's id and the
+	// webhook-id header, the same on every attempt (receivers dedupe by it).
+	EventID   string
+	EventType string
+	// OrderKey is the resource whose deliveries go out in order (the
+	// session id for session events).
+	OrderKey      string
+	Payload       json.RawMessage
+	Status        string
+	Attempts      int64
+	NextAttemptAt time.Time
+	LastError     string
+	LastStatus    int64 // HTTP status of the last attempt (0: none)
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	DeliveredAt   *time.Time
+}
+
+// ClaimWebhookParams takes due deliveries for attempts.
+type ClaimWebhookParams struct {
+	Now time.Time
+	// Lease: a claimed delivery is not due again before Now+Lease (another
+	// claimer skips it; after a crash it is retried when the lease ends).
+	Lease time.Duration
+	Limit int
+}
+
+// WebhookAttempt records how one attempt ended.
+type WebhookAttempt struct {
+	ID        string
+	Delivered bool
+	// Dead: give up (the attempts are exhausted); else pending again,
+	// due at NextAttemptAt.
+	Dead          bool
+	NextAttemptAt time.Time
+	Error         string
+	Status        int64
+	At            time.Time
+}
+
+// ListWebhookDeliveriesParams pages an endpoint's deliveries by Seq.
+type ListWebhookDeliveriesParams struct {
+	EndpointID string
+	AfterSeq   int64
+	Limit      int
+	Status     string // "" = any
+}
+
+// WebhookStore holds endpoints and the outbox. Tenancy is the caller's
+// check (rows carry TenantID), as for the other Managed Agents resources.
+type WebhookStore interface {
+	CreateWebhookEndpoint(ctx context.Context, e *WebhookEndpoint) (*WebhookEndpoint, error)
+	GetWebhookEndpoint(ctx context.Context, id string) (*WebhookEndpoint, error)
+	ListWebhookEndpoints(ctx context.Context, tenantID string) ([]*WebhookEndpoint, error)
+	// DeleteWebhookEndpoint deletes the endpoint and its deliveries.
+	DeleteWebhookEndpoint(ctx context.Context, id string) error
+	GetWebhookDelivery(ctx context.Context, id string) (*WebhookDelivery, error)
+	ListWebhookDeliveries(ctx context.Context, p ListWebhookDeliveriesParams) ([]*WebhookDelivery, error)
+	// ClaimWebhookDeliveries returns due pending deliveries, oldest first,
+	// each the oldest pending one of its endpoint and order key (so one
+	// session's deliveries are attempted one at a time, in order), and
+	// leases them.
+	ClaimWebhookDeliveries(ctx context.Context, p ClaimWebhookParams) ([]*WebhookDelivery, error)
+	// FinishWebhookAttempt counts the attempt and records its outcome.
+	FinishWebhookAttempt(ctx context.Context, a WebhookAttempt) (*WebhookDelivery, error)
+	// RedeliverWebhookDelivery makes a delivery pending and due at now with
+	// its attempts reset, whatever its state.
+	RedeliverWebhookDelivery(ctx context.Context, id string, now time.Time) (*WebhookDelivery, error)
+	// SetWebhookNotify registers fn, called after each commit that wrote
+	// outbox rows (an in-process wake-up for the delivery loop).
+	SetWebhookNotify(fn func())
+}
+
+// Webhook event types agentkernel writes to the outbox in the transaction
+// of the write they announce. Other types of the SDK's list are refused
+// at registration.
+const (
+	WebhookSessionCreated           = "session.created"
+	WebhookSessionStatusRunStarted  = "session.status_run_started"
+	WebhookSessionStatusIdled       = "session.status_idled"
+	WebhookSessionStatusRescheduled = "session.status_rescheduled"
+	WebhookSessionStatusTerminated  = "session.status_terminated"
+	WebhookSessionArchived          = "session.archived"
+	WebhookSessionDeleted           = "session.deleted"
+	WebhookAgentCreated             = "agent.created"
+	WebhookAgentUpdated             = "agent.updated"
+	WebhookAgentArchived            = "agent.archived"
+	WebhookEnvironmentCreated       = "environment.created"
+	WebhookEnvironmentUpdated       = "environment.updated"
+	WebhookEnvironmentArchived      = "environment.archived"
+	WebhookEnvironmentDeleted       = "environment.deleted"
+)
+
+// WebhookEventTypes is every type an endpoint may subscribe to.
+var WebhookEventTypes = []string{
+	WebhookSessionCreated, WebhookSessionStatusRunStarted, WebhookSessionStatusIdled,
+	WebhookSessionStatusRescheduled, WebhookSessionStatusTerminated, WebhookSessionArchived, WebhookSessionDeleted,
+	WebhookAgentCreated, WebhookAgentUpdated, WebhookAgentArchived,
+	WebhookEnvironmentCreated, WebhookEnvironmentUpdated, WebhookEnvironmentArchived, WebhookEnvironmentDeleted,
+}
+
+// sessionEventWebhooks maps the session events the runtime appends to the
+// webhook types that announce them.
+var sessionEventWebhooks = map[string]string{
+	"session.status_running":     WebhookSessionStatusRunStarted,
+	"session.status_idle":        WebhookSessionStatusIdled,
+	"session.status_rescheduled": WebhookSessionStatusRescheduled,
+	"session.status_terminated":  WebhookSessionStatusTerminated,
+}
+
+// WebhookTypeOfEvent is the webhook type a session event announces ("" none).
+func WebhookTypeOfEvent(eventType string) string { return sessionEventWebhooks[eventType] }
+
+// WebhookWorkspaceID is the workspace_id of every payload: a tenant is
+// agentkernel's only scope, and organization_id carries it.
+const WebhookWorkspaceID = "default"
+
+// WebhookPayload is the body of one webhook event in the SDK's
+// UnwrapWebhookEvent shape.
+func WebhookPayload(eventID, webhookType, resourceID, tenantID string, at time.Time) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{
+		"id":         eventID,
+		"type":       "event",
+		"created_at": at.UTC().Format(time.RFC3339Nano),
+		"data": map[string]string{
+			"id": resourceID, "type": webhookType,
+			"organization_id": tenantID, "workspace_id": WebhookWorkspaceID,
+		},
+	})
+	return b
+}
+
+// OutboxNotifier is the engines' shared wake-up of SetWebhookNotify: a
+// transaction that writes outbox rows calls Mark; inTx takes Gen before
+// and calls AfterCommit after a successful commit. A transaction that
+// marked always sees the generation moved, so it always notifies (other
+// transactions may notify spuriously, which is harmless).
+type OutboxNotifier struct {
+	gen atomic.Uint64
+	fn  atomic.Pointer[func()]
+}
+
+// Set registers fn (nil clears it).
+func (n *OutboxNotifier) Set(fn func()) {
+	if fn == nil {
+		n.fn.Store(nil)
+		return
+	}
+	n.fn.Store(&fn)
+}
+
+// Mark records that the running transaction wrote outbox rows.
+func (n *OutboxNotifier) Mark() { n.gen.Add(1) }
+
+// Gen is the generation before a transaction.
+func (n *OutboxNotifier) Gen() uint64 { return n.gen.Load() }
+
+// AfterCommit notifies when outbox rows were written since gen.
+func (n *OutboxNotifier) AfterCommit(gen uint64) {
+	if n.gen.Load() == gen {
+		return
+	}
+	if fn := n.fn.Load(); fn != nil {
+		(*fn)()
+	}
+}
