@@ -121,6 +121,7 @@ const (
 	WebhookSessionStatusIdled       = "session.status_idled"
 	WebhookSessionStatusRescheduled = "session.status_rescheduled"
 	WebhookSessionStatusTerminated  = "session.status_terminated"
+	WebhookSessionOutcomeEvaluated  = "session.outcome_evaluation_ended"
 	WebhookSessionArchived          = "session.archived"
 	WebhookSessionDeleted           = "session.deleted"
 	WebhookAgentCreated             = "agent.created"
@@ -136,6 +137,7 @@ const (
 var WebhookEventTypes = []string{
 	WebhookSessionCreated, WebhookSessionStatusRunStarted, WebhookSessionStatusIdled,
 	WebhookSessionStatusRescheduled, WebhookSessionStatusTerminated, WebhookSessionArchived, WebhookSessionDeleted,
+	WebhookSessionOutcomeEvaluated,
 	WebhookAgentCreated, WebhookAgentUpdated, WebhookAgentArchived,
 	WebhookEnvironmentCreated, WebhookEnvironmentUpdated, WebhookEnvironmentArchived, WebhookEnvironmentDeleted,
 }
@@ -147,6 +149,9 @@ var sessionEventWebhooks = map[string]string{
 	"session.status_idle":        WebhookSessionStatusIdled,
 	"session.status_rescheduled": WebhookSessionStatusRescheduled,
 	"session.status_terminated":  WebhookSessionStatusTerminated,
+	// An outcome's evaluation ended (its verdict is in the session's
+	// outcome_evaluations).
+	"span.outcome_evaluation_end": WebhookSessionOutcomeEvaluated,
 }
 
 // WebhookTypeOfEvent is the webhook type a session event announces ("" none).

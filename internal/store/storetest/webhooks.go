@@ -50,17 +50,18 @@ func equalStrings(e *mgEnv, what string, got []string, want ...string) {
 // endpoints subscribed to what it announces, in its transaction: a failed
 // append writes none, and another tenant's endpoint gets nothing.
 func testWebhookOutboxAtomic(e *mgEnv) {
-	ep := e.endpoint(mgTenant, store.WebhookSessionCreated, store.WebhookSessionStatusRunStarted, store.WebhookSessionStatusIdled)
+	ep := e.endpoint(mgTenant, store.WebhookSessionCreated, store.WebhookSessionStatusRunStarted, store.WebhookSessionStatusIdled,
+		store.WebhookSessionOutcomeEvaluated)
 	other := e.endpoint(mgOtherTenant, store.WebhookSessionCreated, store.WebhookSessionStatusIdled)
 	s := e.session(store.ManagedSession{ID: "sesn_wh"})
 	equalStrings(e, "after create", deliveryTypes(e.deliveries(ep.ID)), "session.created/sesn_wh")
 
 	evs, err := e.s.AppendEvents(e.ctx, s.ID, []store.NewEvent{{Type: "user.message"}, {Type: "session.status_running"},
-		{Type: "agent.message"}, {Type: "session.status_idle"}, {Type: "session.status_rescheduled"}})
+		{Type: "agent.message"}, {Type: "span.outcome_evaluation_end"}, {Type: "session.status_idle"}, {Type: "session.status_rescheduled"}})
 	mustOK(e.t, err, "AppendEvents")
 	ds := e.deliveries(ep.ID)
 	equalStrings(e, "after append", deliveryTypes(ds), "session.created/sesn_wh",
-		"session.status_run_started/sesn_wh", "session.status_idled/sesn_wh")
+		"session.status_run_started/sesn_wh", "session.outcome_evaluation_ended/sesn_wh", "session.status_idled/sesn_wh")
 	for i, d := range ds {
 		equal(e.t, fmt.Sprintf("delivery %d status", i), d.Status, store.DeliveryPending)
 		equal(e.t, fmt.Sprintf("delivery %d tenant", i), d.TenantID, mgTenant)
@@ -80,20 +81,20 @@ func testWebhookOutboxAtomic(e *mgEnv) {
 		equal(e.t, "payload data.id", body.Data["id"], s.ID)
 		equal(e.t, "payload data.organization_id", body.Data["organization_id"], mgTenant)
 	}
-	sbSameTime(e.t, "idled payload time", mustTime(e, ds[2].Payload), evs[3].CreatedAt)
+	sbSameTime(e.t, "idled payload time", mustTime(e, ds[3].Payload), evs[4].CreatedAt)
 	equal(e.t, "other tenant's deliveries", len(e.deliveries(other.ID)), 0)
 
 	// A rejected append (duplicate id) rolls its outbox rows back.
 	_, err = e.s.AppendEvents(e.ctx, s.ID, []store.NewEvent{{Type: "session.status_idle"}, {ID: evs[0].ID, Type: "user.message"}})
 	mustErrIs(e.t, err, store.ErrAlreadyExists, "AppendEvents with a stored id")
-	equal(e.t, "deliveries after a failed append", len(e.deliveries(ep.ID)), 3)
+	equal(e.t, "deliveries after a failed append", len(e.deliveries(ep.ID)), 4)
 
 	// The batch path writes them too.
 	s2 := e.session(store.ManagedSession{ID: "sesn_wh2"})
 	_, err = e.s.AppendEventsBatch(e.ctx, map[string][]store.NewEvent{
 		s.ID: {{Type: "session.status_running"}}, s2.ID: {{Type: "session.status_idle"}}})
 	mustOK(e.t, err, "AppendEventsBatch")
-	equalStrings(e, "after batch", deliveryTypes(e.deliveries(ep.ID))[3:], "session.created/sesn_wh2",
+	equalStrings(e, "after batch", deliveryTypes(e.deliveries(ep.ID))[4:], "session.created/sesn_wh2",
 		"session.status_run_started/sesn_wh", "session.status_idled/sesn_wh2")
 }
 
