@@ -131,6 +131,14 @@ const (
 	WebhookEnvironmentUpdated       = "environment.updated"
 	WebhookEnvironmentArchived      = "environment.archived"
 	WebhookEnvironmentDeleted       = "environment.deleted"
+	WebhookDeploymentCreated        = "deployment.created"
+	WebhookDeploymentUpdated        = "deployment.updated"
+	WebhookDeploymentPaused         = "deployment.paused"
+	WebhookDeploymentUnpaused       = "deployment.unpaused"
+	WebhookDeploymentArchived       = "deployment.archived"
+	WebhookDeploymentRunStarted     = "deployment_run.started"
+	WebhookDeploymentRunSucceeded   = "deployment_run.succeeded"
+	WebhookDeploymentRunFailed      = "deployment_run.failed"
 )
 
 // WebhookEventTypes is every type an endpoint may subscribe to.
@@ -140,6 +148,32 @@ var WebhookEventTypes = []string{
 	WebhookSessionOutcomeEvaluated,
 	WebhookAgentCreated, WebhookAgentUpdated, WebhookAgentArchived,
 	WebhookEnvironmentCreated, WebhookEnvironmentUpdated, WebhookEnvironmentArchived, WebhookEnvironmentDeleted,
+	WebhookDeploymentCreated, WebhookDeploymentUpdated, WebhookDeploymentPaused, WebhookDeploymentUnpaused,
+	WebhookDeploymentArchived, WebhookDeploymentRunStarted, WebhookDeploymentRunSucceeded, WebhookDeploymentRunFailed,
+}
+
+// DeploymentChangeWebhook is the webhook type announcing a deployment's
+// write from old to new: archiving, pausing (by a user or after a failed
+// run) and unpausing have their own types; any other write is an update.
+func DeploymentChangeWebhook(old, new *Deployment) string {
+	switch {
+	case old.ArchivedAt == nil && new.ArchivedAt != nil:
+		return WebhookDeploymentArchived
+	case old.PausedReason == nil && new.PausedReason != nil:
+		return WebhookDeploymentPaused
+	case old.PausedReason != nil && new.PausedReason == nil:
+		return WebhookDeploymentUnpaused
+	}
+	return WebhookDeploymentUpdated
+}
+
+// DeploymentRunWebhook is the type announcing how a run's start ended: its
+// session was created, or its creation failed.
+func DeploymentRunWebhook(failed bool) string {
+	if failed {
+		return WebhookDeploymentRunFailed
+	}
+	return WebhookDeploymentRunSucceeded
 }
 
 // sessionEventWebhooks maps the session events the runtime appends to the

@@ -63,14 +63,21 @@ func (s *Store) CreateDeployment(ctx context.Context, d *store.Deployment) (*sto
 		return nil, err
 	}
 	now := s.clock()
-	out, err := scanDeployment(s.pool.QueryRow(ctx, `INSERT INTO deployments (`+deploymentCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, NULL, NULL, 1, $7, $7) RETURNING `+deploymentCols,
-		in.ID, in.TenantID, in.AgentID, doc, paused, in.NextFireAt, now))
-	if err != nil {
-		if isUniqueViolation(err) {
-			return nil, fmt.Errorf("create deployment %s: %w", in.ID, store.ErrAlreadyExists)
+	var out *store.Deployment
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		out, err = scanDeployment(tx.QueryRow(ctx, `INSERT INTO deployments (`+deploymentCols+`)
+			VALUES ($1, $2, $3, $4, $5, $6, NULL, NULL, 1, $7, $7) RETURNING `+deploymentCols,
+			in.ID, in.TenantID, in.AgentID, doc, paused, in.NextFireAt, now))
+		if err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("create deployment %s: %w", in.ID, store.ErrAlreadyExists)
+			}
+			return mapErr("create deployment "+in.ID, err)
 		}
-		return nil, mapErr("create deployment "+in.ID, err)
+		return s.lifecycleWebhook(ctx, tx, out.TenantID, out.ID, store.WebhookDeploymentCreated, out.CreatedAt)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -96,13 +103,20 @@ func (s *Store) PutDeployment(ctx context.Context, d *store.Deployment) (*store.
 	}
 	var out *store.Deployment
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		prev, err := scanDeployment(tx.QueryRow(ctx, `SELECT `+deploymentCols+` FROM deployments WHERE id = $1 FOR UPDATE`, d.ID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("deployment %q: %w", d.ID, store.ErrNotFound)
+		}
+		if err != nil {
+			return mapErr("read deployment "+d.ID, err)
+		}
 		row, err := scanDeployment(tx.QueryRow(ctx, `UPDATE deployments SET agent_id = $1, doc = $2,
 			paused_reason = $3, next_fire_at = $4, archived_at = $5, version = version + 1, updated_at = $6
 			WHERE id = $7 AND version = $8 RETURNING `+deploymentCols,
 			d.AgentID, doc, paused, d.NextFireAt, d.ArchivedAt, s.clock(), d.ID, d.Version))
 		if err == nil {
 			out = row
-			return nil
+			return s.lifecycleWebhook(ctx, tx, row.TenantID, row.ID, store.DeploymentChangeWebhook(prev, row), row.UpdatedAt)
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return mapErr("put deployment "+d.ID, err)
@@ -164,7 +178,7 @@ func (s *Store) ClaimDeploymentFire(ctx context.Context, id string, fireAt time.
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("deployment %q: fire at %s is no longer due: %w", id, fireAt, store.ErrConflict)
 		}
-		out, err = insertDeploymentRun(ctx, tx, &r)
+		out, err = s.insertDeploymentRun(ctx, tx, &r)
 		return err
 	})
 	return out, err
@@ -179,13 +193,15 @@ func (s *Store) InsertDeploymentRun(ctx context.Context, run *store.DeploymentRu
 	var out *store.DeploymentRun
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		out, err = insertDeploymentRun(ctx, tx, &r)
+		out, err = s.insertDeploymentRun(ctx, tx, &r)
 		return err
 	})
 	return out, err
 }
 
-func insertDeploymentRun(ctx context.Context, tx pgx.Tx, r *store.DeploymentRun) (*store.DeploymentRun, error) {
+// insertDeploymentRun inserts the run and announces it (started) in the
+// caller's transaction.
+func (s *Store) insertDeploymentRun(ctx context.Context, tx pgx.Tx, r *store.DeploymentRun) (*store.DeploymentRun, error) {
 	if r.ID == "" {
 		r.ID = ids.New("drun")
 	}
@@ -202,6 +218,10 @@ func insertDeploymentRun(ctx context.Context, tx pgx.Tx, r *store.DeploymentRun)
 		}
 		return nil, mapErr("insert deployment run "+r.ID, err)
 	}
+	if err := s.enqueueWebhooks(ctx, tx, out.TenantID, out.DeploymentID, []webhookEvent{
+		{typ: store.WebhookDeploymentRunStarted, resource: out.ID, at: out.CreatedAt}}); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -211,9 +231,21 @@ func (s *Store) StartDeploymentRun(ctx context.Context, id, sessionID string, er
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE deployment_runs SET session_id = $1, error = $2
-		WHERE id = $3 AND session_id = '' AND error IS NULL`, sessionID, e, id); err != nil {
-		return nil, mapErr("start deployment run "+id, err)
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		var tenant, depl string
+		err := tx.QueryRow(ctx, `UPDATE deployment_runs SET session_id = $1, error = $2
+			WHERE id = $3 AND session_id = '' AND error IS NULL RETURNING tenant_id, deployment_id`, sessionID, e, id).Scan(&tenant, &depl)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // started before: announced then
+		}
+		if err != nil {
+			return mapErr("start deployment run "+id, err)
+		}
+		return s.enqueueWebhooks(ctx, tx, tenant, depl, []webhookEvent{
+			{typ: store.DeploymentRunWebhook(e != nil), resource: id, at: s.clock()}})
+	})
+	if err != nil {
+		return nil, err
 	}
 	return s.GetDeploymentRun(ctx, id)
 }

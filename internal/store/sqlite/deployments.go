@@ -67,14 +67,21 @@ func (s *Store) CreateDeployment(ctx context.Context, d *store.Deployment) (*sto
 		return nil, err
 	}
 	now := s.timestamp()
-	out, err := scanDeployment(s.write.QueryRowContext(ctx, `INSERT INTO deployments (`+deploymentCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, 1, ?, ?) ON CONFLICT DO NOTHING RETURNING `+deploymentCols,
-		in.ID, in.TenantID, in.AgentID, doc, paused, nullMicros(in.NextFireAt), micros(now), micros(now)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("deployment %q: %w", in.ID, store.ErrAlreadyExists)
-	}
+	var out *store.Deployment
+	err = s.inTx(ctx, func(tx *wtx) error {
+		out, err = scanDeployment(tx.QueryRowContext(ctx, `INSERT INTO deployments (`+deploymentCols+`)
+			VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, 1, ?, ?) ON CONFLICT DO NOTHING RETURNING `+deploymentCols,
+			in.ID, in.TenantID, in.AgentID, doc, paused, nullMicros(in.NextFireAt), micros(now), micros(now)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("deployment %q: %w", in.ID, store.ErrAlreadyExists)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: create deployment %q: %w", in.ID, err)
+		}
+		return s.lifecycleWebhookTx(ctx, tx, out.TenantID, out.ID, store.WebhookDeploymentCreated, out.CreatedAt)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: create deployment %q: %w", in.ID, err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -103,13 +110,20 @@ func (s *Store) PutDeployment(ctx context.Context, d *store.Deployment) (*store.
 	}
 	var out *store.Deployment
 	err = s.inTx(ctx, func(tx *wtx) error {
+		prev, err := scanDeployment(tx.QueryRowContext(ctx, `SELECT `+deploymentCols+` FROM deployments WHERE id = ?`, d.ID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("deployment %q: %w", d.ID, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: read deployment %q: %w", d.ID, err)
+		}
 		row, err := scanDeployment(tx.QueryRowContext(ctx, `UPDATE deployments SET agent_id = ?, doc = ?,
 			paused_reason = ?, next_fire_at = ?, archived_at = ?, version = version + 1, updated_at = ?
 			WHERE id = ? AND version = ? RETURNING `+deploymentCols,
 			d.AgentID, doc, paused, nullMicros(d.NextFireAt), nullMicros(d.ArchivedAt), micros(s.timestamp()), d.ID, d.Version))
 		if err == nil {
 			out = row
-			return nil
+			return s.lifecycleWebhookTx(ctx, tx, row.TenantID, row.ID, store.DeploymentChangeWebhook(prev, row), row.UpdatedAt)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: put deployment %q: %w", d.ID, err)
@@ -177,7 +191,7 @@ func (s *Store) ClaimDeploymentFire(ctx context.Context, id string, fireAt time.
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("deployment %q: fire at %s is no longer due: %w", id, fireAt, store.ErrConflict)
 		}
-		out, err = insertDeploymentRun(ctx, tx, &r)
+		out, err = s.insertDeploymentRun(ctx, tx, &r)
 		return err
 	})
 	return out, err
@@ -192,13 +206,15 @@ func (s *Store) InsertDeploymentRun(ctx context.Context, run *store.DeploymentRu
 	var out *store.DeploymentRun
 	err := s.inTx(ctx, func(tx *wtx) error {
 		var err error
-		out, err = insertDeploymentRun(ctx, tx, &r)
+		out, err = s.insertDeploymentRun(ctx, tx, &r)
 		return err
 	})
 	return out, err
 }
 
-func insertDeploymentRun(ctx context.Context, tx *wtx, r *store.DeploymentRun) (*store.DeploymentRun, error) {
+// insertDeploymentRun inserts the run and announces it (started) in the
+// caller's transaction.
+func (s *Store) insertDeploymentRun(ctx context.Context, tx *wtx, r *store.DeploymentRun) (*store.DeploymentRun, error) {
 	if r.ID == "" {
 		r.ID = ids.New("drun")
 	}
@@ -215,6 +231,10 @@ func insertDeploymentRun(ctx context.Context, tx *wtx, r *store.DeploymentRun) (
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: insert deployment run %q: %w", r.ID, err)
 	}
+	if err := s.enqueueWebhooksTx(ctx, tx, out.TenantID, out.DeploymentID, []webhookEvent{
+		{typ: store.WebhookDeploymentRunStarted, resource: out.ID, at: out.CreatedAt}}); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -224,9 +244,21 @@ func (s *Store) StartDeploymentRun(ctx context.Context, id, sessionID string, er
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.write.ExecContext(ctx, `UPDATE deployment_runs SET session_id = ?, error = ?
-		WHERE id = ? AND session_id = '' AND error IS NULL`, sessionID, e, id); err != nil {
-		return nil, fmt.Errorf("sqlite: start deployment run %q: %w", id, err)
+	err = s.inTx(ctx, func(tx *wtx) error {
+		var tenant, depl string
+		err := tx.QueryRowContext(ctx, `UPDATE deployment_runs SET session_id = ?, error = ?
+			WHERE id = ? AND session_id = '' AND error IS NULL RETURNING tenant_id, deployment_id`, sessionID, e, id).Scan(&tenant, &depl)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // started before: announced then
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: start deployment run %q: %w", id, err)
+		}
+		return s.enqueueWebhooksTx(ctx, tx, tenant, depl, []webhookEvent{
+			{typ: store.DeploymentRunWebhook(e.Valid), resource: id, at: s.timestamp()}})
+	})
+	if err != nil {
+		return nil, err
 	}
 	return s.GetDeploymentRun(ctx, id)
 }

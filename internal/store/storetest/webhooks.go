@@ -14,6 +14,7 @@ var mgWebhookCases = []mgCase{
 	{"RedeliverAndDelete", testWebhookRedeliverDelete},
 	{"AgentAndEnvironmentLifecycle", testWebhookLifecycle},
 	{"SessionArchivedAndDeleted", testWebhookSessionLifecycle},
+	{"DeploymentsAndRuns", testWebhookDeployments},
 }
 
 func (e *mgEnv) endpoint(tenant string, types ...string) *store.WebhookEndpoint {
@@ -233,4 +234,63 @@ func testWebhookSessionLifecycle(e *mgEnv) {
 	mustOK(e.t, err, "ForkManagedSession")
 	equalStrings(e, "fork deliveries", deliveryTypes(e.deliveries(ep2.ID)), "session.created/sesn_src",
 		"session.created/sesn_fork", "session.status_idled/sesn_fork")
+}
+
+// A deployment's writes and its runs announce themselves in their own
+// transactions, ordered by the deployment: created, paused, unpaused,
+// updated, a run started and succeeded, a run started and failed (a second
+// start of a run announces nothing), archived. A refused (stale) write
+// announces nothing.
+func testWebhookDeployments(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookDeploymentCreated, store.WebhookDeploymentUpdated, store.WebhookDeploymentPaused,
+		store.WebhookDeploymentUnpaused, store.WebhookDeploymentArchived, store.WebhookDeploymentRunStarted,
+		store.WebhookDeploymentRunSucceeded, store.WebhookDeploymentRunFailed)
+	fire := sbAt(time.Minute)
+	d := e.deployment("depl_wh", &fire)
+	put := func(what string, change func(*store.Deployment)) {
+		e.t.Helper()
+		change(d)
+		var err error
+		d, err = e.s.PutDeployment(e.ctx, d)
+		mustOK(e.t, err, what)
+	}
+	put("pause", func(d *store.Deployment) { d.PausedReason = json.RawMessage(`{"type":"manual"}`) })
+	put("unpause", func(d *store.Deployment) { d.PausedReason = nil })
+	put("update", func(d *store.Deployment) { d.Doc = json.RawMessage(`{"name":"m"}`) })
+	stale := *d
+	stale.Version--
+	_, err := e.s.PutDeployment(e.ctx, &stale)
+	mustErrIs(e.t, err, store.ErrVersionMismatch, "stale PutDeployment")
+
+	run, err := e.s.ClaimDeploymentFire(e.ctx, d.ID, fire, sbAtPtr(time.Hour), &store.DeploymentRun{ID: "drun_wh1",
+		TenantID: mgTenant, DeploymentID: d.ID, Agent: json.RawMessage(`{"id":"agent_1"}`), Trigger: store.TriggerSchedule})
+	mustOK(e.t, err, "ClaimDeploymentFire")
+	_, err = e.s.StartDeploymentRun(e.ctx, run.ID, "sesn_wh1", nil)
+	mustOK(e.t, err, "StartDeploymentRun")
+	_, err = e.s.StartDeploymentRun(e.ctx, run.ID, "sesn_other", nil)
+	mustOK(e.t, err, "StartDeploymentRun again")
+	run2, err := e.s.InsertDeploymentRun(e.ctx, &store.DeploymentRun{ID: "drun_wh2", TenantID: mgTenant, DeploymentID: d.ID,
+		Agent: json.RawMessage(`{"id":"agent_1"}`), Trigger: store.TriggerManual})
+	mustOK(e.t, err, "InsertDeploymentRun")
+	_, err = e.s.StartDeploymentRun(e.ctx, run2.ID, "", json.RawMessage(`{"type":"agent_archived_error","message":"gone"}`))
+	mustOK(e.t, err, "StartDeploymentRun with an error")
+	d, err = e.s.GetDeployment(e.ctx, d.ID) // the claim moved its version
+	mustOK(e.t, err, "GetDeployment")
+	put("archive", func(d *store.Deployment) { d.ArchivedAt = sbAtPtr(2 * time.Hour) })
+
+	ds := e.deliveries(ep.ID)
+	equalStrings(e, "deployment deliveries", deliveryTypes(ds),
+		"deployment.created/depl_wh", "deployment.paused/depl_wh", "deployment.unpaused/depl_wh", "deployment.updated/depl_wh",
+		"deployment_run.started/depl_wh", "deployment_run.succeeded/depl_wh",
+		"deployment_run.started/depl_wh", "deployment_run.failed/depl_wh", "deployment.archived/depl_wh")
+	ids := make([]string, len(ds))
+	for i, dl := range ds {
+		var body struct {
+			Data map[string]string `json:"data"`
+		}
+		mustOK(e.t, json.Unmarshal(dl.Payload, &body), "payload")
+		ids[i] = body.Data["id"]
+	}
+	equalStrings(e, "announced resources", ids, "depl_wh", "depl_wh", "depl_wh", "depl_wh",
+		"drun_wh1", "drun_wh1", "drun_wh2", "drun_wh2", "depl_wh")
 }
