@@ -113,7 +113,21 @@ func deploymentRules(w *managedWalker) []fieldRule {
 		// Initial events: what the session create path takes, and refuses.
 		rule(body + `\.initial_events\[\]<OfUserMessage>(\.type|\.content\[\]<OfText>\.(text|type))$`).does(w.runSends),
 		rule(body + `\.initial_events\[\]<OfUserMessage>\.content\[\]<Of(Image|Document|Redacted)>`).refuse("initial_events[0].content[0].type"),
-		rule(body + `\.initial_events\[\]<Of(UserDefineOutcome|SystemMessage)>`).refuse("initial_events[0].type"),
+		// An outcome in the initial events is the run's session's outcome.
+		rule(body + `\.initial_events\[\]<OfUserDefineOutcome>\.rubric<OfFile>`).refuse("initial_events[0].rubric.type"),
+		rule(body + `\.initial_events\[\]<OfUserDefineOutcome>`).does(func(t *testing.T, c *fieldCase) {
+			out := ok(t, c)
+			if out == nil {
+				return
+			}
+			run := w.post(t, "/v1/deployments/"+out["id"].(string)+"/run", nil)
+			if sid, _ := run["session_id"].(string); sid != "" {
+				w.outcomeHolds(t, c, sid)
+			} else {
+				t.Errorf("%s %s: the run made no session: %v", c.body, c.leaf.path, run)
+			}
+		}),
+		rule(body + `\.initial_events\[\]<OfSystemMessage>`).refuse("initial_events[0].type"),
 		// Resources: shown on each run's session as sent.
 		rule(body + `\.resources\[\]<OfGitHubRepository>\.authorization_token$`).refuse("authorization_token"),
 		rule(body + `\.resources\[\]<OfFile>\.`).with(func(t *testing.T, c *fieldCase) any {

@@ -17,14 +17,16 @@ import (
 )
 
 // managedBodies are the SDK types TestEveryManagedFieldWorksOrIsRefused
-// (and, for vaults and memory stores, TestEveryVaultFieldWorksOrIsRefused and
-// TestEveryMemoryFieldWorksOrIsRefused) walks, by the
+// (and, for vaults, memory stores and deployments,
+// TestEveryVaultFieldWorksOrIsRefused, TestEveryMemoryFieldWorksOrIsRefused
+// and TestEveryDeploymentFieldWorksOrIsRefused) walks, by the
 // name internal/api gives them.
 var managedBodies = []string{"BetaAgentNewParams", "BetaAgentUpdateParams", "BetaEnvironmentNewParams",
 	"BetaEnvironmentUpdateParams", "BetaSessionNewParams", "BetaSessionUpdateParams", "BetaSessionEventSendParams",
 	"BetaSessionResourceAddParams", "BetaSessionResourceUpdateParams",
 	"BetaVaultNewParams", "BetaVaultUpdateParams", "BetaVaultCredentialNewParams", "BetaVaultCredentialUpdateParams",
-	"BetaMemoryStoreNewParams", "BetaMemoryStoreUpdateParams", "BetaMemoryStoreMemoryNewParams", "BetaMemoryStoreMemoryUpdateParams"}
+	"BetaMemoryStoreNewParams", "BetaMemoryStoreUpdateParams", "BetaMemoryStoreMemoryNewParams", "BetaMemoryStoreMemoryUpdateParams",
+	"BetaDeploymentNewParams", "BetaDeploymentUpdateParams"}
 
 // TestEveryRequestFieldWorksOrIsRefused does for agentkernel's own request
 // bodies what TestEveryManagedFieldWorksOrIsRefused does for the Managed
