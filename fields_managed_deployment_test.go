@@ -2,7 +2,6 @@ package agentkernel_test
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -17,30 +16,10 @@ import (
 func TestEveryDeploymentFieldWorksOrIsRefused(t *testing.T) {
 	w := newManagedWalker(t)
 	rules := deploymentRules(w)
-	n := 0
-	for _, b := range []struct {
-		name string
-		typ  any
-	}{
+	n := walkBodies(t, rules, []walkBody{
 		{"deployment.create", anthropic.BetaDeploymentNewParams{}},
 		{"deployment.update", anthropic.BetaDeploymentUpdateParams{}},
-	} {
-		typ := reflect.TypeOf(b.typ)
-		for _, l := range walkFields(typ) {
-			r, ok := classify(rules, b.name, l)
-			if !ok {
-				t.Errorf("%s %s (%v): no rule says what this field does", b.name, l.path, l.typ)
-				continue
-			}
-			n++
-			c := w.newCase(t, b.name, typ, l, r)
-			if r.check != nil {
-				r.check(t, c)
-			} else {
-				expectRefused(t, c, r.refused)
-			}
-		}
-	}
+	}, w.newCase)
 	t.Logf("%d fields checked", n)
 }
 

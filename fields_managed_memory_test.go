@@ -16,34 +16,14 @@ import (
 func TestEveryMemoryFieldWorksOrIsRefused(t *testing.T) {
 	w := &memoryWalker{managedWalker: &managedWalker{}}
 	w.d = daemontest.Start(t)
-	bodies := []struct {
-		name string
-		typ  any
-	}{
+	bodies := []walkBody{
 		{"store.create", anthropic.BetaMemoryStoreNewParams{}},
 		{"store.update", anthropic.BetaMemoryStoreUpdateParams{}},
 		{"memory.create", anthropic.BetaMemoryStoreMemoryNewParams{}},
 		{"memory.update", anthropic.BetaMemoryStoreMemoryUpdateParams{}},
 	}
 	rules := w.rules()
-	n := 0
-	for _, b := range bodies {
-		typ := reflect.TypeOf(b.typ)
-		for _, l := range walkFields(typ) {
-			r, ok := classify(rules, b.name, l)
-			if !ok {
-				t.Errorf("%s %s (%v): no rule says what this field does", b.name, l.path, l.typ)
-				continue
-			}
-			n++
-			c := w.newCase(t, b.name, typ, l, r)
-			if r.check != nil {
-				r.check(t, c)
-			} else {
-				expectRefused(t, c, r.refused)
-			}
-		}
-	}
+	n := walkBodies(t, rules, bodies, w.newCase)
 	if n == 0 {
 		t.Fatal("no field walked")
 	}

@@ -28,10 +28,7 @@ import (
 // gains fails here until it is classified below.
 func TestEveryManagedFieldWorksOrIsRefused(t *testing.T) {
 	w := newManagedWalker(t)
-	bodies := []struct {
-		name string
-		typ  any
-	}{
+	bodies := []walkBody{
 		{"agent.create", anthropic.BetaAgentNewParams{}},
 		{"agent.update", anthropic.BetaAgentUpdateParams{}},
 		{"environment.create", anthropic.BetaEnvironmentNewParams{}},
@@ -44,24 +41,7 @@ func TestEveryManagedFieldWorksOrIsRefused(t *testing.T) {
 		{"resource.update", anthropic.BetaSessionResourceUpdateParams{}},
 	}
 	rules := managedRules(w)
-	n := 0
-	for _, b := range bodies {
-		typ := reflect.TypeOf(b.typ)
-		for _, l := range walkFields(typ) {
-			r, ok := classify(rules, b.name, l)
-			if !ok {
-				t.Errorf("%s %s (%v): no rule says what this field does; make it work and check it here, or refuse it as not supported yet", b.name, l.path, l.typ)
-				continue
-			}
-			n++
-			c := w.newCase(t, b.name, typ, l, r)
-			if r.check != nil {
-				r.check(t, c)
-			} else {
-				expectRefused(t, c, r.refused)
-			}
-		}
-	}
+	n := walkBodies(t, rules, bodies, w.newCase)
 	t.Logf("%d fields checked", n)
 }
 
@@ -227,6 +207,39 @@ func (w *managedWalker) requestWith(t *testing.T, s string) anthropictest.Reques
 }
 
 // newCase prepares a case: what the body sets and how it is sent.
+// walkBody is one request body a field walk covers: its rule name and its
+// SDK type.
+type walkBody struct {
+	name string
+	typ  any
+}
+
+// walkBodies checks every field of bodies against the first rule that
+// classifies it (its check, or a refusal, on the case newCase builds) and
+// returns how many it checked; a field no rule classifies is an error.
+func walkBodies(t *testing.T, rules []fieldRule, bodies []walkBody,
+	newCase func(*testing.T, string, reflect.Type, leaf, fieldRule) *fieldCase) int {
+	n := 0
+	for _, b := range bodies {
+		typ := reflect.TypeOf(b.typ)
+		for _, l := range walkFields(typ) {
+			r, ok := classify(rules, b.name, l)
+			if !ok {
+				t.Errorf("%s %s (%v): no rule says what this field does; make it work and check it here, or refuse it as not supported yet", b.name, l.path, l.typ)
+				continue
+			}
+			n++
+			c := newCase(t, b.name, typ, l, r)
+			if r.check != nil {
+				r.check(t, c)
+			} else {
+				expectRefused(t, c, r.refused)
+			}
+		}
+	}
+	return n
+}
+
 func (w *managedWalker) newCase(t *testing.T, body string, typ reflect.Type, l leaf, r fieldRule) *fieldCase {
 	c := &fieldCase{body: body, leaf: l, marker: w.marker(), state: map[string]any{}}
 	fill := func(p string) (any, bool) {

@@ -25,34 +25,14 @@ import (
 // token endpoint is sent) — or be refused naming it.
 func TestEveryVaultFieldWorksOrIsRefused(t *testing.T) {
 	w := newVaultWalker(t)
-	bodies := []struct {
-		name string
-		typ  any
-	}{
+	bodies := []walkBody{
 		{"vault.create", anthropic.BetaVaultNewParams{}},
 		{"vault.update", anthropic.BetaVaultUpdateParams{}},
 		{"credential.create", anthropic.BetaVaultCredentialNewParams{}},
 		{"credential.update", anthropic.BetaVaultCredentialUpdateParams{}},
 	}
 	rules := w.rules()
-	n := 0
-	for _, b := range bodies {
-		typ := reflect.TypeOf(b.typ)
-		for _, l := range walkFields(typ) {
-			r, ok := classify(rules, b.name, l)
-			if !ok {
-				t.Errorf("%s %s (%v): no rule says what this field does", b.name, l.path, l.typ)
-				continue
-			}
-			n++
-			c := w.newCase(t, b.name, typ, l, r)
-			if r.check != nil {
-				r.check(t, c)
-			} else {
-				expectRefused(t, c, r.refused)
-			}
-		}
-	}
+	n := walkBodies(t, rules, bodies, w.newCase)
 	t.Logf("%d fields checked", n)
 }
 
