@@ -62,6 +62,12 @@ type ManagedSession struct {
 	// UpdateManagedSession; the rest is set by ForkManagedSession and
 	// RewindManagedSession.
 	Lineage SessionLineage
+	// ThreadOf is set on a session thread (multi-agent, issue 14): the id
+	// of the session whose coordinator opened it. A thread is a session of
+	// its own (events, turns, run rows, journal) that is not listed among
+	// the tenant's sessions, announces no session webhooks, and goes with
+	// its parent when the parent is deleted. Set at create only.
+	ThreadOf string
 	// ActiveSeconds is the sum of the session's finished and running turns'
 	// durations (derived from its runs).
 	ActiveSeconds float64
@@ -181,8 +187,12 @@ type ManagedStore interface {
 	// mismatch → ErrVersionMismatch, nothing written.
 	UpdateManagedSession(ctx context.Context, s *ManagedSession) (*ManagedSession, error)
 	ListManagedSessions(ctx context.Context, p ListResourcesParams) ([]*ManagedSession, error)
-	// DeleteManagedSession removes the session, its events and its run row.
+	// DeleteManagedSession removes the session, its events and its run row
+	// (and its threads, with theirs).
 	DeleteManagedSession(ctx context.Context, id string) error
+	// ListSessionThreads lists the threads of a session (ThreadOf =
+	// parentID), archived ones too, oldest first (created_at, then id).
+	ListSessionThreads(ctx context.Context, parentID string) ([]*ManagedSession, error)
 
 	// AppendEvents appends in order, atomically, with dense Seq, and returns
 	// the stored events; a user.interrupt among them sets the session's

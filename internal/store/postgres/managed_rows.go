@@ -18,7 +18,7 @@ const (
 	mSessionCols = `s.id, s.tenant_id, s.agent_id, s.agent_version, s.environment_id, s.doc, s.sandbox_id,
 	s.usage, s.processed_seq, s.stop_reason, s.terminated_at, s.archived_at, s.forked_from, s.forked_at_seq,
 	s.branch_of, s.branch_at_seq, s.workspace_seed, s.branched_at, s.rewinds, s.interrupt_set, s.active_us, r.created_at,
-	s.version, s.created_at, s.updated_at`
+	s.thread_of, s.version, s.created_at, s.updated_at`
 	mSessionFrom = ` FROM sessions s LEFT JOIN runs r
 	ON r.session_id = s.id AND r.status = 'running' AND r.owner <> ''`
 	// eventCols read an event from its message row.
@@ -68,7 +68,7 @@ func scanManagedSession(row pgx.Row, now time.Time) (*store.ManagedSession, erro
 	if err := row.Scan(&m.ID, &m.TenantID, &m.AgentID, &m.AgentVersion, &m.EnvironmentID, &doc, &m.SandboxID,
 		&usage, &m.ProcessedSeq, &stopReason, &m.TerminatedAt, &m.ArchivedAt, &l.ForkedFrom, &l.ForkedAtSeq,
 		&l.BranchOf, &l.BranchAtSeq, &l.WorkspaceSeed, &l.BranchedAt, &l.Rewinds, &m.InterruptPending, &activeUS, &running,
-		&m.Version, &m.CreatedAt, &m.UpdatedAt); err != nil {
+		&m.ThreadOf, &m.Version, &m.CreatedAt, &m.UpdatedAt); err != nil {
 		return nil, err
 	}
 	m.Doc, m.Usage, m.StopReason = rawOrNil(doc), rawOrNil(usage), rawOrNil(stopReason)

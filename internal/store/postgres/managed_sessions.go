@@ -80,22 +80,25 @@ func (s *Store) CreateManagedSessionWith(ctx context.Context, p store.NewManaged
 		tag, err := tx.Exec(ctx, `INSERT INTO sessions
 			(id, tenant_id, kind, status, version, custom_state, runtime, agent_id, agent_version, environment_id,
 			 doc, sandbox_id, usage, processed_seq, stop_reason, terminated_at, archived_at, workspace_seed,
-			 message_count, created_at, updated_at)
+			 message_count, created_at, updated_at, thread_of)
 			VALUES ($1, $2, 'managed', 'active', 1, '{}', '{}', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-			 $14, $15, $16)
+			 $14, $15, $16, $17)
 			ON CONFLICT DO NOTHING`,
 			in.ID, in.TenantID, in.AgentID, in.AgentVersion, in.EnvironmentID, a.doc, in.SandboxID, a.usage,
 			in.ProcessedSeq, a.stopReason, in.TerminatedAt, in.ArchivedAt, in.Lineage.WorkspaceSeed,
-			len(b.ids), in.CreatedAt, in.UpdatedAt)
+			len(b.ids), in.CreatedAt, in.UpdatedAt, in.ThreadOf)
 		if err != nil {
 			return mapErr("create session "+in.ID, err)
 		}
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("create session %s: %w", in.ID, store.ErrAlreadyExists)
 		}
-		if err := s.enqueueWebhooks(ctx, tx, in.TenantID, in.ID, []webhookEvent{
-			{typ: store.WebhookSessionCreated, resource: in.ID, at: in.CreatedAt}}); err != nil {
-			return err
+		if in.ThreadOf == "" {
+			// A thread is announced by its parent's session.thread_created.
+			if err := s.enqueueWebhooks(ctx, tx, in.TenantID, in.ID, []webhookEvent{
+				{typ: store.WebhookSessionCreated, resource: in.ID, at: in.CreatedAt}}); err != nil {
+				return err
+			}
 		}
 		if evs, err = s.insertEvents(ctx, tx, s.clock(), in.ID, 0, b); err != nil {
 			return err
@@ -144,7 +147,7 @@ func (s *Store) UpdateManagedSession(ctx context.Context, m *store.ManagedSessio
 		// session live before it?
 		archives := false
 		if m.ArchivedAt != nil {
-			err := tx.QueryRow(ctx, `SELECT archived_at IS NULL FROM sessions WHERE id = $1 AND kind = 'managed' FOR UPDATE`, m.ID).Scan(&archives)
+			err := tx.QueryRow(ctx, `SELECT archived_at IS NULL AND thread_of = '' FROM sessions WHERE id = $1 AND kind = 'managed' FOR UPDATE`, m.ID).Scan(&archives)
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return mapErr("read session "+m.ID, err)
 			}
@@ -180,7 +183,7 @@ func (s *Store) UpdateManagedSession(ctx context.Context, m *store.ManagedSessio
 func (s *Store) ListManagedSessions(ctx context.Context, p store.ListResourcesParams) ([]*store.ManagedSession, error) {
 	where, tail, page := resourcePageOf(`s.id COLLATE "C"`, p, 4)
 	rows, err := s.pool.Query(ctx, `SELECT `+mSessionCols+mSessionFrom+`
-		WHERE s.kind = 'managed' AND s.branch_of = '' AND s.tenant_id = $1 AND ($2::text = '' OR s.agent_id = $2)
+		WHERE s.kind = 'managed' AND s.branch_of = '' AND s.thread_of = '' AND s.tenant_id = $1 AND ($2::text = '' OR s.agent_id = $2)
 		  AND ($3::boolean OR s.archived_at IS NULL)`+where+tail,
 		append([]any{p.TenantID, p.AgentID, p.IncludeArchived}, page...)...)
 	if err != nil {
@@ -213,9 +216,20 @@ func (s *Store) DeleteManagedSession(ctx context.Context, id string) error {
 			OR session_id IN (SELECT id COLLATE "C" FROM sessions WHERE branch_of = $1)`, id); err != nil {
 			return mapErr("delete resources of session "+id, err)
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE branch_of = $1`, id); err != nil {
-			return mapErr("delete branches of session "+id, err)
+		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE branch_of = $1 OR thread_of = $1`, id); err != nil {
+			return mapErr("delete branches and threads of session "+id, err)
 		}
 		return nil
 	})
+}
+
+// ListSessionThreads implements store.ManagedStore.
+func (s *Store) ListSessionThreads(ctx context.Context, parentID string) ([]*store.ManagedSession, error) {
+	now := s.clock()
+	rows, err := s.pool.Query(ctx, `SELECT `+mSessionCols+mSessionFrom+`
+		WHERE s.kind = 'managed' AND s.thread_of = $1 ORDER BY s.created_at, s.id COLLATE "C"`, parentID)
+	if err != nil {
+		return nil, mapErr("list threads of session "+parentID, err)
+	}
+	return collect(rows, "sessions", func(r pgx.Row) (*store.ManagedSession, error) { return scanManagedSession(r, now) })
 }

@@ -255,7 +255,7 @@ func (s *Store) enqueueSessionWebhooks(ctx context.Context, tx pgx.Tx, sessionID
 		return nil
 	}
 	tenant, subs, err := subscriptions(ctx, tx, `SELECT s.tenant_id, w.event_type, w.endpoint_id FROM sessions s
-		JOIN webhook_subscriptions w ON w.tenant_id = s.tenant_id WHERE s.id = $1 ORDER BY w.endpoint_id`, sessionID)
+		JOIN webhook_subscriptions w ON w.tenant_id = s.tenant_id WHERE s.id = $1 AND s.thread_of = '' ORDER BY w.endpoint_id`, sessionID)
 	if err != nil {
 		return err
 	}

@@ -86,21 +86,24 @@ func (s *Store) CreateManagedSessionWith(ctx context.Context, p store.NewManaged
 		res, err := tx.ExecContext(ctx, `INSERT INTO sessions
 			(id, tenant_id, kind, status, version, custom_state, runtime, agent_id, agent_version, environment_id,
 			 doc, sandbox_id, usage, processed_seq, stop_reason, terminated_at, archived_at, workspace_seed,
-			 created_at, updated_at)
-			VALUES (?, ?, 'managed', 'active', 1, '{}', '{}', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			 thread_of, created_at, updated_at)
+			VALUES (?, ?, 'managed', 'active', 1, '{}', '{}', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING`,
 			in.ID, in.TenantID, in.AgentID, in.AgentVersion, in.EnvironmentID, a.doc, in.SandboxID, a.usage,
 			in.ProcessedSeq, a.stopReason, a.terminated, a.archived, in.Lineage.WorkspaceSeed,
-			micros(in.CreatedAt), micros(in.UpdatedAt))
+			in.ThreadOf, micros(in.CreatedAt), micros(in.UpdatedAt))
 		if err != nil {
 			return fmt.Errorf("sqlite: create session %q: %w", in.ID, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("session %q: %w", in.ID, store.ErrAlreadyExists)
 		}
-		if err := s.enqueueWebhooksTx(ctx, tx, in.TenantID, in.ID, []webhookEvent{
-			{typ: store.WebhookSessionCreated, resource: in.ID, at: in.CreatedAt}}); err != nil {
-			return err
+		if in.ThreadOf == "" {
+			// A thread is announced by its parent's session.thread_created.
+			if err := s.enqueueWebhooksTx(ctx, tx, in.TenantID, in.ID, []webhookEvent{
+				{typ: store.WebhookSessionCreated, resource: in.ID, at: in.CreatedAt}}); err != nil {
+				return err
+			}
 		}
 		if len(rows) > 0 {
 			// The session's version stays 1: its creation is one
@@ -156,7 +159,7 @@ func (s *Store) UpdateManagedSession(ctx context.Context, m *store.ManagedSessio
 		// session live before it?
 		archives := false
 		if m.ArchivedAt != nil {
-			err := tx.QueryRowContext(ctx, `SELECT archived_at IS NULL FROM sessions WHERE id = ? AND kind = 'managed'`, m.ID).Scan(&archives)
+			err := tx.QueryRowContext(ctx, `SELECT archived_at IS NULL AND thread_of = '' FROM sessions WHERE id = ? AND kind = 'managed'`, m.ID).Scan(&archives)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("sqlite: read session %q: %w", m.ID, err)
 			}
@@ -195,7 +198,7 @@ func (s *Store) UpdateManagedSession(ctx context.Context, m *store.ManagedSessio
 func (s *Store) ListManagedSessions(ctx context.Context, p store.ListResourcesParams) ([]*store.ManagedSession, error) {
 	where, tail, page := resourcePageOf("s.id", p, 4)
 	rows, err := s.read.QueryContext(ctx, `SELECT `+mSessionCols+mSessionFrom+`
-		WHERE s.kind = 'managed' AND s.branch_of = '' AND s.tenant_id = ?1 AND (?2 = '' OR s.agent_id = ?2)
+		WHERE s.kind = 'managed' AND s.branch_of = '' AND s.thread_of = '' AND s.tenant_id = ?1 AND (?2 = '' OR s.agent_id = ?2)
 		  AND (?3 OR s.archived_at IS NULL)`+where+tail,
 		append([]any{p.TenantID, p.AgentID, p.IncludeArchived}, page...)...)
 	if err != nil {
@@ -229,9 +232,20 @@ func (s *Store) DeleteManagedSession(ctx context.Context, id string) error {
 			(SELECT id FROM sessions WHERE branch_of = ?) OR session_id = ?`, id, id); err != nil {
 			return fmt.Errorf("sqlite: delete resources of session %q: %w", id, err)
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE branch_of = ?`, id); err != nil {
-			return fmt.Errorf("sqlite: delete branches of session %q: %w", id, err)
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE branch_of = ? OR thread_of = ?`, id, id); err != nil {
+			return fmt.Errorf("sqlite: delete branches and threads of session %q: %w", id, err)
 		}
 		return nil
 	})
+}
+
+// ListSessionThreads implements store.ManagedStore.
+func (s *Store) ListSessionThreads(ctx context.Context, parentID string) ([]*store.ManagedSession, error) {
+	now := s.timestamp()
+	rows, err := s.read.QueryContext(ctx, `SELECT `+mSessionCols+mSessionFrom+`
+		WHERE s.kind = 'managed' AND s.thread_of = ? ORDER BY s.created_at, s.id`, parentID)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list threads of session %q: %w", parentID, err)
+	}
+	return collect(rows, "sessions", func(r scanner) (*store.ManagedSession, error) { return scanManagedSession(r, now) })
 }

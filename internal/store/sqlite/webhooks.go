@@ -269,7 +269,7 @@ func (s *Store) enqueueSessionWebhooksTx(ctx context.Context, tx *wtx, sessionID
 		return nil
 	}
 	tenant, subs, err := subscriptionsTx(ctx, tx, `SELECT s.tenant_id, w.event_type, w.endpoint_id FROM sessions s
-		JOIN webhook_subscriptions w ON w.tenant_id = s.tenant_id WHERE s.id = ? ORDER BY w.endpoint_id`, sessionID)
+		JOIN webhook_subscriptions w ON w.tenant_id = s.tenant_id WHERE s.id = ? AND s.thread_of = '' ORDER BY w.endpoint_id`, sessionID)
 	if err != nil {
 		return err
 	}

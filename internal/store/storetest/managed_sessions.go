@@ -10,6 +10,7 @@ import (
 
 var mgSessionCases = []mgCase{
 	{"CreateGetRoundTrip", testMgSessionRoundTrip},
+	{"Threads", testMgSessionThreads},
 	{"CreateDefaultsAndDuplicate", testMgSessionDefaults},
 	{"Invalid", testMgSessionInvalid},
 	{"UpdateWritesEveryMutableField", testMgSessionUpdate},
