@@ -79,6 +79,10 @@ func decideStarted(kind string, st State) (Action, error) {
 			return Resend, nil
 		}
 		return ReportAmbiguous, nil
+	case KindThreadCall:
+		// Keyed by construction: every write of the call carries an id
+		// derived from the op id, and the store refuses a second one.
+		return Resend, nil
 	case KindMCPCall:
 		// MCP has no idempotency key and the server keeps no record the
 		// daemon can ask; a read-only hint the server merely claims does

@@ -17,10 +17,13 @@ const (
 	KindOutboundCall = "outbound_call"
 	// KindMCPCall is one tools/call to an agent's MCP server.
 	KindMCPCall = "mcp_call"
+	// KindThreadCall is one message a coordinator sends to a session
+	// thread: opening the thread with its first message, or a follow-up.
+	KindThreadCall = "thread_call"
 )
 
 // Kinds lists every op kind; OpID refuses any other.
-var Kinds = []string{KindModelRequest, KindToolExec, KindOutboundCall, KindMCPCall}
+var Kinds = []string{KindModelRequest, KindToolExec, KindOutboundCall, KindMCPCall, KindThreadCall}
 
 // RecoveryRules says in words what Decide does, per kind (Decide is the
 // rule; kinds_test.go checks both cover every kind). For every kind:
@@ -45,4 +48,9 @@ var RecoveryRules = map[string]string{
 		"Started, not completed: MCP has no idempotency key and the server keeps no record the " +
 		"daemon can ask, so the call is ambiguous: an mcp_tool_result error \"operation <op_id> " +
 		"may have executed; verify before retrying\", recorded as the op's result. Never a silent re-run.",
+	KindThreadCall: "completed: replay the recorded result. " +
+		"Started, not completed: resend. The upstream is the daemon's own store, and everything the " +
+		"call writes is keyed by the op id (the thread's id, the message's event id, the parent's " +
+		"thread events' ids): a resend writes what is missing and collapses what is there, so a " +
+		"thread is never opened twice and a message never delivered twice.",
 }

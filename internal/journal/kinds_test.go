@@ -41,6 +41,10 @@ func TestEveryKindHasARecoveryRule(t *testing.T) {
 			started(false, false): ReportAmbiguous, started(true, false): ReportAmbiguous,
 			started(false, true): ReportAmbiguous, started(true, true): ReportAmbiguous,
 		},
+		KindThreadCall: {
+			started(false, false): Resend, started(true, false): Resend,
+			started(false, true): Resend, started(true, true): Resend,
+		},
 	}
 	defined := definedKinds(t)
 	if len(defined) == 0 {

@@ -15,6 +15,15 @@ type agentSpec struct {
 	Tools  *tools.Config
 	// MCPServers are the agent's MCP servers' URLs by name.
 	MCPServers map[string]string
+	// Roster are the agents a coordinator may open threads with (its
+	// multiagent roster, resolved to versions when the agent was saved).
+	Roster []rosterRef
+}
+
+// rosterRef is one resolved roster entry.
+type rosterRef struct {
+	ID      string `json:"id"`
+	Version int64  `json:"version"`
 }
 
 // parseAgent reads an agent document. model is an object with an id (the
@@ -28,11 +37,18 @@ func parseAgent(a *store.Agent) (*agentSpec, error) {
 			Name string `json:"name"`
 			URL  string `json:"url"`
 		} `json:"mcp_servers"`
+		Multiagent *struct {
+			Type   string      `json:"type"`
+			Agents []rosterRef `json:"agents"`
+		} `json:"multiagent"`
 	}
 	if err := json.Unmarshal(a.Doc, &doc); err != nil {
 		return nil, fmt.Errorf("agent %s: %w", a.ID, err)
 	}
 	spec := &agentSpec{System: doc.System, MCPServers: map[string]string{}}
+	if ma := doc.Multiagent; ma != nil && ma.Type == "coordinator" {
+		spec.Roster = ma.Agents
+	}
 	for _, s := range doc.MCP {
 		spec.MCPServers[s.Name] = s.URL
 	}

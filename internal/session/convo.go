@@ -56,6 +56,11 @@ type convo struct {
 	summarized int
 	// oc is the session's outcomes (outcome.go).
 	oc outcomes
+	// threads: the session opened threads (session.thread_created);
+	// threadPosted holds the ids of the thread events in its log, which
+	// are derived from the threads' own events (thread_sync.go).
+	threads      bool
+	threadPosted map[string]bool
 }
 
 // msgEvents are the first and last events folded into a message.
@@ -94,7 +99,7 @@ type call struct {
 	index int64
 }
 
-func newConvo() *convo { return &convo{raw: map[string]model.Block{}} }
+func newConvo() *convo { return &convo{raw: map[string]model.Block{}, threadPosted: map[string]bool{}} }
 
 // wire shapes read from events.
 type (
@@ -233,6 +238,22 @@ func (c *convo) fold(ev store.SessionEvent) {
 		}
 	case EventThreadContextCompacted:
 		c.compacted(ev.Data)
+	case EventThreadCreated, EventThreadStatusRunning, EventThreadStatusIdle, EventThreadStatusRescheduled, EventThreadStatusTerminated:
+		c.threads = true
+		c.threadPosted[ev.ID] = true
+	case EventThreadMessageReceived:
+		// A thread's answer: the coordinator's next input. One that
+		// arrives while a turn is open (the turn waits for its threads)
+		// goes to that turn; otherwise it queues as a user message does.
+		c.threadPosted[ev.ID] = true
+		blocks := []model.Block{model.Text(threadMessageText(ev.Data))}
+		c.lastUserSeq = ev.Seq
+		if c.turnOpen() {
+			c.userText = append(c.userText, blocks...)
+			c.pending.add(ev.ID)
+		} else {
+			c.queued = append(c.queued, queuedMsg{seq: ev.Seq, id: ev.ID, blocks: blocks})
+		}
 	case EventStatusIdle:
 		c.oc.fold(ev)
 		c.idleSeq, c.spanOpen = ev.Seq, ""

@@ -35,7 +35,11 @@ const (
 	// ongoing span are stored, the grader's request is journalled); the
 	// grader has not been asked.
 	FailMidEvaluation = "mid-evaluation"
+	// FailAfterThreadOpen: a coordinator's create_thread call is journalled
+	// and the thread's session (with its task) is stored; neither the
+	// parent's session.thread_created nor the call's result is written.
+	FailAfterThreadOpen = "after-thread-open"
 )
 
 // Failpoints lists every failpoint, for the crash-test hook.
-var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailMidModelBlock, FailBeforeToolExec, FailAfterToolExec, FailBeforeMCPCall, FailAfterBackgroundReport, FailMidCompaction, FailMidEvaluation}
+var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailMidModelBlock, FailBeforeToolExec, FailAfterToolExec, FailBeforeMCPCall, FailAfterBackgroundReport, FailMidCompaction, FailMidEvaluation, FailAfterThreadOpen}

@@ -308,7 +308,17 @@ func (r *Runtime) Destroy(ctx context.Context, tenantID, sessionID string) error
 			return err
 		}
 	}
-	if s.SandboxID != "" && r.cfg.Sandboxes != nil {
+	// Its threads end with it (before the sandbox they share goes).
+	threads, err := r.cfg.Store.ListSessionThreads(ctx, sessionID)
+	if err != nil {
+		return fmt.Errorf("session %s: its threads: %w", sessionID, err)
+	}
+	for _, th := range threads {
+		if err := r.Destroy(ctx, tenantID, th.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("session %s: thread %s: %w", sessionID, th.ID, err)
+		}
+	}
+	if s.SandboxID != "" && s.ThreadOf == "" && r.cfg.Sandboxes != nil {
 		if _, err := r.cfg.Sandboxes.Destroy(ctx, tenantID, s.SandboxID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("session %s: destroy sandbox %s: %w", sessionID, s.SandboxID, err)
 		}

@@ -130,6 +130,9 @@ func (w *worker) turn(ctx context.Context, s *store.ManagedSession, rec *store.R
 		tail = append(tail, w.notRunResults()...)
 		tail = append(tail, w.openEvalEnd(status, terr)...)
 	}
+	if status == store.RunInterrupted {
+		w.interruptThreads(fctx, ts)
+	}
 	w.end(fctx, ts, sr, status, errText(terr), tail)
 }
 
@@ -172,6 +175,9 @@ func (w *worker) begin(ctx context.Context, ts *turnState) bool {
 	// The user events up to status_running are this turn's; the run row
 	// (TurnSeq) says so while it runs, ProcessedSeq once it ended.
 	ts.runningSeq = evs[0].Seq
+	if ts.s.ThreadOf != "" {
+		r.threadProgress(ts.s.ThreadOf)
+	}
 	return true
 }
 
@@ -260,6 +266,9 @@ func (w *worker) end(ctx context.Context, ts *turnState, sr map[string]any, stat
 	}
 	r.cfg.Events.Publish(w.id, evs)
 	w.appended(ctx, evs)
+	if ts.s != nil && ts.s.ThreadOf != "" {
+		r.threadProgress(ts.s.ThreadOf)
+	}
 	if err := r.cfg.Store.DeleteStreamChunks(ctx, w.id, ts.turnSeq); err != nil {
 		r.log.WarnContext(ctx, "delete stream chunks", "session", w.id, "err", err)
 	}

@@ -38,6 +38,17 @@ func (w *worker) loop(ctx context.Context, ts *turnState) (map[string]any, error
 		return nil, err
 	}
 	defer w.closeMCP(ts)
+	if len(agent.Roster) > 0 && ts.s.ThreadOf == "" {
+		// A coordinator (threads themselves do not delegate: depth 1).
+		roster, err := w.roster(ctx, agent)
+		if err != nil {
+			return nil, err
+		}
+		var skipped []string
+		if ts.tools, skipped = ts.tools.WithDaemon(threadTools(roster)); len(skipped) > 0 {
+			r.log.WarnContext(ctx, "thread tools shadowed by the agent's own tools", "session", w.id, "tools", skipped)
+		}
+	}
 	// A resumed turn first runs (or refuses) the tool calls the user
 	// confirmed.
 	if err := w.runDecided(ctx, ts); err != nil {
@@ -102,6 +113,11 @@ func (w *worker) loop(ctx context.Context, ts *turnState) (map[string]any, error
 func (w *worker) settle(ctx context.Context, ts *turnState, prov *model.Resolved, sr map[string]any, step int64) (map[string]any, error) {
 	if sr["type"] != StopEndTurn {
 		return sr, nil
+	}
+	// A coordinator's turn ends when its threads are done; their answers
+	// send it back to work.
+	if again, err := w.awaitThreads(ctx); err != nil || again {
+		return nil, err
 	}
 	again, err := w.outcomeNext(ctx, ts, prov, step)
 	if err != nil || !again {

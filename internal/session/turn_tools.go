@@ -45,6 +45,8 @@ func (w *worker) runAllowed(ctx context.Context, ts *turnState, step int64) erro
 			if res, err = w.runMCP(ctx, ts, cl, step); err == nil {
 				content, isError = res.Content, res.IsError
 			}
+		case ts.tools.Kind(cl.name) == tools.KindDaemon:
+			text, isError, err = w.runThreadTool(ctx, ts, cl, step)
 		case ts.tools.Kind(cl.name) != tools.KindBuiltin:
 			text, isError = fmt.Sprintf("Unknown tool %q: this agent has no such tool.", cl.name), true
 		default:
@@ -127,6 +129,26 @@ func (w *worker) ensureSandbox(ctx context.Context, ts *turnState) (string, erro
 	if cur, err := r.cfg.Store.GetManagedSession(ctx, w.id); err == nil && cur.SandboxID != "" {
 		ts.s = cur
 		return cur.SandboxID, nil
+	}
+	if ts.s.ThreadOf != "" {
+		// A thread works in its parent's sandbox, which the parent made
+		// before it opened the thread.
+		p, err := r.cfg.Store.GetManagedSession(ctx, ts.s.ThreadOf)
+		if err != nil {
+			return "", fmt.Errorf("the thread's session %s: %w", ts.s.ThreadOf, err)
+		}
+		if p.SandboxID == "" {
+			return "", fmt.Errorf("the thread's session %s has no sandbox", ts.s.ThreadOf)
+		}
+		s, err := r.updateSession(context.WithoutCancel(ctx), w.id, func(s *store.ManagedSession) bool {
+			s.SandboxID = p.SandboxID
+			return true
+		})
+		if err != nil {
+			return "", err
+		}
+		ts.s = s
+		return p.SandboxID, nil
 	}
 	var spec EnvSandbox
 	meta := map[string]string{}

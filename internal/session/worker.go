@@ -29,6 +29,10 @@ type worker struct {
 	// known (workspaceKnown): a turn starts from it (turn_steps.go).
 	workspace      string
 	workspaceKnown bool
+	// threads wakes a coordinator's turn that waits for its threads;
+	// threadNames caches their agents' names (thread_sync.go).
+	threads     chan struct{}
+	threadNames map[string]string
 
 	mu       sync.Mutex
 	abort    context.CancelCauseFunc // of the running turn, nil between turns
@@ -61,7 +65,7 @@ func (w *worker) holds() bool {
 }
 
 func newWorker(r *Runtime, id string) *worker {
-	return &worker{r: r, id: id, wake: make(chan struct{}, 1)}
+	return &worker{r: r, id: id, wake: make(chan struct{}, 1), threads: make(chan struct{}, 1), threadNames: map[string]string{}}
 }
 
 func (w *worker) notify() {
@@ -121,6 +125,13 @@ func (w *worker) drain(ctx context.Context) {
 				return
 			}
 			continue
+		}
+		if w.conv.threads {
+			// What the threads did while no turn ran (an answer queues a
+			// turn of the coordinator).
+			if _, err := w.syncThreads(ctx); err != nil {
+				w.r.log.WarnContext(ctx, "sync threads", "session", w.id, "err", err)
+			}
 		}
 		if !w.conv.needsTurn() {
 			// Nothing to run (e.g. an interrupt with no turn running): the

@@ -150,3 +150,23 @@ func MCPName(server, tool string) string {
 	name := "mcp_" + hex.EncodeToString(sum[:6]) + "__" + unsafeChars.ReplaceAllString(server, "_") + "__" + unsafeChars.ReplaceAllString(tool, "_")
 	return name[:min(len(name), maxToolName)]
 }
+
+// WithDaemon returns a copy of c with the daemon's own tools added (kind
+// KindDaemon, run without confirmation). A name the agent already uses
+// keeps the agent's tool; skipped lists those.
+func (c *Config) WithDaemon(ts []model.Tool) (out *Config, skipped []string) {
+	out = &Config{Tools: slices.Clone(c.Tools), MCPToolsets: c.MCPToolsets,
+		kind: maps.Clone(c.kind), policy: maps.Clone(c.policy), mcp: maps.Clone(c.mcp)}
+	if out.kind == nil {
+		out.kind = map[string]int{}
+	}
+	for _, t := range ts {
+		if out.kind[t.Name] != KindUnknown {
+			skipped = append(skipped, t.Name)
+			continue
+		}
+		out.Tools = append(out.Tools, t)
+		out.kind[t.Name] = KindDaemon
+	}
+	return out, skipped
+}

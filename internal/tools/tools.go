@@ -33,6 +33,9 @@ const (
 	KindBuiltin
 	KindCustom
 	KindMCP
+	// KindDaemon: a tool the daemon itself answers (a coordinator's thread
+	// tools), never the sandbox.
+	KindDaemon
 )
 
 // Names are the tools of agent_toolset_20260401, in the SDK's order.
