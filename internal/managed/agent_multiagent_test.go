@@ -3,9 +3,13 @@ package managed
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
 )
 
 // rosterFixture is a tenant's agents a roster can name: a has versions 1
@@ -174,5 +178,65 @@ func TestCoordinatorRosterRefusals(t *testing.T) {
 	wantInput(t, err, http.StatusBadRequest, agents+"[0]", `field "multiagent.agents[0]": agent "`+f.a+`" is this agent; list it as {"type": "self"}`)
 	if a, err := s.GetAgent(ctx, "ten_a", f.b, 0); err != nil || a["version"] != int64(1) || multiagentOf(t, a) != "null" {
 		t.Fatalf("after refused updates b is %v %v, want version 1 without multiagent", a, err)
+	}
+}
+
+// TestCoordinatorRosterInTheSDKsTypes sends a roster as the SDK marshals
+// BetaAgentNewParams and reads the answer back as the SDK's
+// BetaManagedAgentsAgent.
+func TestCoordinatorRosterInTheSDKsTypes(t *testing.T) {
+	s, ctx := newService(t), context.Background()
+	f := newRosterFixture(t, s)
+	pinned := anthropic.BetaManagedAgentsMultiagentRosterEntryParamsOfBetaManagedAgentsAgents(f.b, anthropic.BetaManagedAgentsAgentParamsTypeAgent)
+	pinned.OfBetaManagedAgentsAgents.Version = anthropic.Int(1)
+	params := anthropic.BetaAgentNewParams{
+		Name:  "boss",
+		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "m"},
+		Multiagent: anthropic.BetaManagedAgentsMultiagentParamsOfCoordinator([]anthropic.BetaManagedAgentsMultiagentRosterEntryParamsUnion{
+			{OfString: anthropic.String(f.a)},
+			pinned,
+			anthropic.BetaManagedAgentsMultiagentRosterEntryParamsOfBetaManagedAgentsMultiagentSelfs(anthropic.BetaManagedAgentsMultiagentSelfParamsTypeSelf),
+		}),
+	}
+	sent, err := json.Marshal(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.CreateAgent(ctx, "ten_a", body(t, string(sent)))
+	if err != nil {
+		t.Fatalf("%s: %v", sent, err)
+	}
+	answer, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a anthropic.BetaManagedAgentsAgent
+	if err := json.Unmarshal(answer, &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Multiagent.Type != "coordinator" {
+		t.Fatalf("multiagent type %q, want coordinator: %s", a.Multiagent.Type, answer)
+	}
+	var got []string
+	for _, e := range a.Multiagent.AsCoordinator().Agents {
+		r := e.AsAgent()
+		got = append(got, fmt.Sprintf("%s %s %d", r.Type, r.ID, r.Version))
+	}
+	want := []string{"agent " + f.a + " 2", "agent " + f.b + " 1", "agent " + a.ID + " 1"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("roster %v, want %v", got, want)
+	}
+
+	// An advisor entry is refused.
+	params.Multiagent = anthropic.BetaManagedAgentsMultiagentParamsOfCoordinator([]anthropic.BetaManagedAgentsMultiagentRosterEntryParamsUnion{
+		anthropic.BetaManagedAgentsMultiagentRosterEntryParamsOfBetaManagedAgentsAdvisors("claude-opus-4-5", anthropic.BetaManagedAgentsAdvisorParamsTypeAdvisor),
+	})
+	if sent, err = json.Marshal(params); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.CreateAgent(ctx, "ten_a", body(t, string(sent)))
+	var ie *InputError
+	if !errors.As(err, &ie) || ie.Status != http.StatusBadRequest || ie.Field != "multiagent.agents[0].type" {
+		t.Fatalf("advisor entry: %v, want a 400 naming multiagent.agents[0].type", err)
 	}
 }
