@@ -44,7 +44,11 @@ func managedRules(w *managedWalker) []fieldRule {
 		notYet(agentFields+`\.model\.inference_geo$`, "model.inference_geo"),
 		notYet(agentFields+`\.execution_identity<OfAWSRole>`, "execution_identity.type"),
 		rule(agentFields + `\.execution_identity<OfServiceAccount>\.type$`).does(w.echoesAgent(".execution_identity.type")),
-		notYet(agentFields+`\.multiagent`, "multiagent"),
+		// A coordinator's roster: stored and returned resolved to agent
+		// versions (a multi-agent session's threads are the runtime's).
+		notYet(agentFields+`\.multiagent<OfCoordinator>\.agents\[\]<OfBetaManagedAgentsAdvisors>`, "multiagent.agents[0].type"),
+		rule(agentFields + `\.multiagent<OfCoordinator>\.(type|agents\[\]<(OfString|OfBetaManagedAgentsAgents|OfBetaManagedAgentsMultiagentSelfs)>(\.id|\.type|\.version)?)$`).with(w.rosterValue).does(w.rosterHolds),
+		notYet(agentFields+`\.multiagent<OfMultiagent20261001>`, "multiagent.type"),
 		// Skills: a skill uploaded for the case, which the model's system
 		// prompt then lists (TestSkillsThroughTheSDK reads it in the
 		// sandbox). A session's agent takes new skills only at create.
@@ -411,4 +415,48 @@ func (w *managedWalker) skillValue(t *testing.T, c *fieldCase) any {
 		return sk.LatestVersionID
 	}
 	return sk.ID
+}
+
+// rosterValue makes an agent at version 2 for a coordinator's roster to
+// name, fills the roster's other fields to name it, and returns the
+// leaf's value.
+func (w *managedWalker) rosterValue(t *testing.T, c *fieldCase) any {
+	id := w.agent(t, nil)
+	w.post(t, "/v1/agents/"+id, map[string]any{"system": "v2 of " + c.marker})
+	c.state["roster"] = id
+	c.state["fill.multiagent<OfCoordinator>.agents"] = []any{id}
+	c.state["fill.multiagent<OfCoordinator>.agents[]<OfBetaManagedAgentsAgents>.id"] = id
+	switch p := c.leaf.path; {
+	case strings.HasSuffix(p, "<OfBetaManagedAgentsMultiagentSelfs>.type"):
+		return "self"
+	case strings.HasSuffix(p, "<OfCoordinator>.type"):
+		return "coordinator"
+	case strings.HasSuffix(p, ".type"):
+		return "agent"
+	case strings.HasSuffix(p, ".version"):
+		return 1
+	}
+	return id
+}
+
+// rosterHolds checks that the agent's roster is stored and returned
+// resolved: its one entry is the agent rosterValue made, at the version
+// pinned or else its latest, or for self the agent itself at the version
+// written.
+func (w *managedWalker) rosterHolds(t *testing.T, c *fieldCase) {
+	out := ok(t, c)
+	if out == nil {
+		return
+	}
+	want := map[string]any{"type": "agent", "id": c.state["roster"], "version": 2}
+	switch {
+	case strings.HasSuffix(c.leaf.path, "<OfBetaManagedAgentsMultiagentSelfs>.type"):
+		want["id"], want["version"] = out["id"], out["version"]
+	case strings.HasSuffix(c.leaf.path, ".version"):
+		want["version"] = 1
+	}
+	_, got := w.do(t, "GET", "/v1/agents/"+out["id"].(string), nil)
+	for _, o := range []map[string]any{out, got} {
+		holds(t, c, "multiagent", o["multiagent"], map[string]any{"type": "coordinator", "agents": []any{want}})
+	}
 }

@@ -44,7 +44,8 @@ func newAgentDoc() agentDoc {
 
 // applyAgentFields writes the fields present in in onto d: on create d is
 // fresh, on update it is the current version (omitted fields preserved,
-// null clears where the SDK allows it).
+// null clears where the SDK allows it). multiagent, which names other
+// agents, is the service's applyMultiagent.
 func applyAgentFields(in Obj, d *agentDoc, create bool, resolve skillResolver) error {
 	if create || in.Has("name") {
 		name, err := in.ReqStr("name")
@@ -99,9 +100,6 @@ func applyAgentFields(in Obj, d *agentDoc, create bool, resolve skillResolver) e
 			return err
 		}
 	}
-	if err := refuseAgentExtras(in); err != nil {
-		return err
-	}
 	if in.Has("skills") {
 		sk, err := normalizeSkills(in, resolve)
 		if err != nil {
@@ -131,13 +129,6 @@ func applyAgentFields(in Obj, d *agentDoc, create bool, resolve skillResolver) e
 		}
 	}
 	return nil
-}
-
-// refuseAgentExtras refuses the agent fields the SDK defines and the
-// runtime does not act on yet (multiagent); their empty values (what the SDK sends when
-// they are left out, or what clears them) are accepted and stored as such.
-func refuseAgentExtras(in Obj) error {
-	return in.NotYetUnlessEmpty("multiagent", "sessions run one agent; send null or leave it out")
 }
 
 func rawObjects(os []Obj) json.RawMessage {

@@ -48,11 +48,21 @@ func toAgentJSON(a *store.Agent, d agentDoc) map[string]any {
 
 // CreateAgent creates version 1 of an agent from a create body.
 func (s *Service) CreateAgent(ctx context.Context, tenantID string, in Obj) (map[string]any, error) {
+	// The id is chosen here, not by the store, so a roster's self entry
+	// can name it.
+	id := ids.New("agent")
 	d := newAgentDoc()
-	if err := firstErr(applyAgentFields(in, &d, true, s.skillsFor(ctx, tenantID)), in.Strict()); err != nil {
+	err := applyAgentFields(in, &d, true, s.skillsFor(ctx, tenantID))
+	if err == nil {
+		err = s.applyMultiagent(ctx, tenantID, in, &d, agentSelf{id: id, version: 1})
+	}
+	if err == nil {
+		err = in.Strict()
+	}
+	if err != nil {
 		return nil, err
 	}
-	a, err := s.st.CreateAgent(ctx, &store.Agent{ID: ids.New("agent"), TenantID: tenantID, Doc: MustJSON(d)})
+	a, err := s.st.CreateAgent(ctx, &store.Agent{ID: id, TenantID: tenantID, Doc: MustJSON(d)})
 	if err != nil {
 		return nil, err
 	}
@@ -96,15 +106,22 @@ func (s *Service) UpdateAgent(ctx context.Context, tenantID, id string, in Obj) 
 			err = applyAgentFields(in, &d, false, s.skillsFor(ctx, tenantID))
 		}
 		if err == nil {
+			// A self entry resolves to the current version first, so an
+			// update that changes nothing still compares equal to it.
+			err = s.applyMultiagent(ctx, tenantID, in, &d, agentSelf{id: id, version: cur.Version})
+		}
+		if err == nil {
 			err = in.Strict()
 		}
 		if err != nil {
 			return nil, err
 		}
-		doc := MustJSON(d)
-		if bytes.Equal(doc, MustJSON(mustDecodeAgent(cur.Doc))) {
+		if bytes.Equal(MustJSON(d), MustJSON(mustDecodeAgent(cur.Doc))) {
 			return toAgentJSON(cur, d), nil
 		}
+		// The new version's self entry (sent or kept) names the new version.
+		d.Multiagent = withSelfVersion(d.Multiagent, id, cur.Version+1)
+		doc := MustJSON(d)
 		a, err := s.st.UpdateAgent(ctx, id, cur.Version, doc)
 		if errors.Is(err, store.ErrVersionMismatch) && !pinned && attempt < 5 {
 			continue // a concurrent update won; apply ours to the new version
