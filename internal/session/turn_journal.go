@@ -26,7 +26,14 @@ func ambiguousResult(opID string) *guest.ToolResult {
 // position (the turn, the step, its index among the step's tool uses), so
 // two identical calls are two ops and a replayed one is the same op.
 func toolOpID(ts *turnState, cl *call, step int64) (string, json.RawMessage, error) {
-	args, err := json.Marshal(map[string]any{"name": cl.name, "input": cl.input})
+	a := map[string]any{"name": cl.name, "input": cl.input}
+	if ts.s != nil && ts.s.ThreadOf != "" {
+		// A thread shares its parent's sandbox, whose guest keys its op
+		// record by op id alone: the same call at the same position in
+		// two threads is two ops.
+		a["thread"] = ts.s.ID
+	}
+	args, err := json.Marshal(a)
 	if err != nil {
 		return "", nil, err
 	}
