@@ -244,7 +244,50 @@ func (s *Service) sessionAgent(ctx context.Context, tenantID string, a *store.Ag
 	if err != nil {
 		return nil, err
 	}
+	if hasMultiagent(ad) {
+		if ad.Multiagent, err = s.expandRoster(ctx, a, ad); err != nil {
+			return nil, err
+		}
+	}
 	return agentSnapshot(a, ad), nil
+}
+
+// expandRoster is a session's view of its coordinator's roster: the full
+// definition of every roster agent version (the SDK's
+// BetaManagedAgentsSessionMultiagentCoordinator), snapshotted with the
+// session as its own agent is. The coordinator's own entry (self) runs
+// as the coordinator does, session overrides included.
+func (s *Service) expandRoster(ctx context.Context, self *store.Agent, selfDoc agentDoc) (json.RawMessage, error) {
+	var roster struct {
+		Type   string `json:"type"`
+		Agents []struct {
+			ID      string `json:"id"`
+			Version int64  `json:"version"`
+		} `json:"agents"`
+	}
+	if err := json.Unmarshal(selfDoc.Multiagent, &roster); err != nil {
+		return nil, err
+	}
+	out := make([]map[string]json.RawMessage, 0, len(roster.Agents))
+	for _, ref := range roster.Agents {
+		a, d := self, selfDoc
+		if ref.ID != self.ID || ref.Version != self.Version {
+			var err error
+			if a, err = s.st.GetAgent(ctx, ref.ID, ref.Version); err != nil {
+				return nil, fmt.Errorf("roster agent %s version %d: %w", ref.ID, ref.Version, err)
+			}
+			if d, err = decodeAgentDoc(a.Doc); err != nil {
+				return nil, err
+			}
+		}
+		var snap map[string]json.RawMessage
+		if err := json.Unmarshal(agentSnapshot(a, d), &snap); err != nil {
+			return nil, err
+		}
+		delete(snap, "multiagent") // threads do not delegate (depth 1)
+		out = append(out, snap)
+	}
+	return MustJSON(map[string]any{"type": roster.Type, "agents": out}), nil
 }
 
 // updateSessionAgentSnapshot applies tools and mcp_servers of ag (the only agent

@@ -1,0 +1,269 @@
+package session_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
+	"github.com/agentkernel/agentkernel/internal/session"
+)
+
+func toolCall(name string, input map[string]any) map[string]any {
+	return map[string]any{"name": name, "input": input}
+}
+
+func createThread(agent, task string) map[string]any {
+	return toolCall(session.ToolCreateThread, map[string]any{"agent": agent, "message": task})
+}
+
+// threadScripts: a coordinator that opens two worker threads, waits, then
+// counts in the shared sandbox what the workers wrote; a worker that
+// writes a line; a slow worker and its coordinator, for interrupts.
+var threadScripts = map[string]map[string]any{
+	"coord": {"turns": []any{
+		map[string]any{"tool_calls": []any{createThread("worker", "task one"), createThread("worker", "task two")}},
+		text("waiting for the workers"),
+		map[string]any{"tool_calls": []any{toolCall("bash", map[string]any{"command": "wc -l < /workspace/threads.log"})}},
+		text("all done"),
+	}},
+	"worker": {"turns": []any{
+		map[string]any{"tool_calls": []any{toolCall("bash", map[string]any{"command": "echo worked >> /workspace/threads.log"})}},
+		text("worker done"),
+	}},
+	"coord-slow": {"turns": []any{
+		map[string]any{"tool_calls": []any{createThread("slow", "take your time")}},
+		text("waiting"),
+		text("after the interrupt"),
+	}, "loop": true},
+	"slow": {"turns": []any{
+		map[string]any{"tool_calls": []any{toolCall("bash", map[string]any{"command": "sleep 600"})}},
+		text("slow done"),
+	}},
+}
+
+type threadsEnv struct {
+	c   anthropic.Client
+	d   *daemontest.Daemon
+	env string
+}
+
+func startThreads(t *testing.T) *threadsEnv {
+	dir := t.TempDir()
+	models := map[string]config.ModelConfig{}
+	for name, script := range threadScripts {
+		raw, _ := json.Marshal(script)
+		path := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		models[name] = config.ModelConfig{Provider: config.ProviderScripted, File: path}
+	}
+	d := daemontest.Start(t, func(c *config.Config) { c.Models = models })
+	c := anthropic.NewClient(option.WithBaseURL(d.URL), option.WithAPIKey(d.AdminKey), option.WithMaxRetries(0))
+	env, err := c.Beta.Environments.New(context.Background(), anthropic.BetaEnvironmentNewParams{Name: "threads"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &threadsEnv{c: c, d: d, env: env.ID}
+}
+
+var toolset = []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
+	Type: anthropic.BetaManagedAgentsAgentToolset20260401ParamsTypeAgentToolset20260401}}}
+
+// coordinator creates the worker agent and a coordinator naming it, and a
+// session of the coordinator.
+func (e *threadsEnv) coordinator(t *testing.T, coordModel, workerModel string) string {
+	t.Helper()
+	ctx := context.Background()
+	worker, err := e.c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{Name: workerModel,
+		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: workerModel}, Tools: toolset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord, err := e.c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{Name: coordModel,
+		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: coordModel}, Tools: toolset,
+		Multiagent: anthropic.BetaManagedAgentsMultiagentParamsOfCoordinator([]anthropic.BetaManagedAgentsMultiagentRosterEntryParamsUnion{
+			{OfBetaManagedAgentsAgents: &anthropic.BetaManagedAgentsAgentParams{ID: worker.ID, Type: anthropic.BetaManagedAgentsAgentParamsTypeAgent,
+				Version: anthropic.Int(worker.Version)}}}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.c.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
+		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(coord.ID)}, EnvironmentID: e.env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.ID
+}
+
+func (e *threadsEnv) say(t *testing.T, sid, msg string) {
+	t.Helper()
+	_, err := e.c.Beta.Sessions.Events.Send(context.Background(), sid, anthropic.BetaSessionEventSendParams{
+		Events: []anthropic.BetaManagedAgentsEventParamsUnion{{OfUserMessage: &anthropic.BetaManagedAgentsUserMessageEventParams{
+			Type:    anthropic.BetaManagedAgentsUserMessageEventParamsTypeUserMessage,
+			Content: []anthropic.BetaManagedAgentsUserMessageEventParamsContentUnion{{OfText: &anthropic.BetaManagedAgentsTextBlockParam{Text: msg, Type: anthropic.BetaManagedAgentsTextBlockTypeText}}},
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// log lists a session's (or a thread's, by its session id) events.
+func (e *threadsEnv) log(t *testing.T, id string) []anthropic.BetaManagedAgentsSessionEventUnion {
+	t.Helper()
+	page, err := e.c.Beta.Sessions.Events.List(context.Background(), id, anthropic.BetaSessionEventListParams{Limit: anthropic.Int(1000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page.Data
+}
+
+func (e *threadsEnv) waitFor(t *testing.T, id, typ string, n int) []anthropic.BetaManagedAgentsSessionEventUnion {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		evs := e.log(t, id)
+		if len(ofKind(evs, typ)) >= n {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d×%s not reached in 90s; log %v", id, n, typ, kinds(evs))
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func kinds(evs []anthropic.BetaManagedAgentsSessionEventUnion) []string {
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.Type
+	}
+	return out
+}
+
+// threadIDs are the threads a session's log says it opened.
+func threadIDs(evs []anthropic.BetaManagedAgentsSessionEventUnion) []string {
+	var out []string
+	for _, ev := range ofKind(evs, session.EventThreadCreated) {
+		out = append(out, ev.SessionThreadID)
+	}
+	return out
+}
+
+// TestCoordinatorDelegatesToTwoThreads: a coordinator opens two threads
+// with a worker agent in one step. Each thread is a conversation of its
+// own whose bash call runs in the session's sandbox; the primary thread
+// shows each thread's creation, status and answer; the coordinator's turn
+// ends once, after both answers, and sees both workers' writes.
+func TestCoordinatorDelegatesToTwoThreads(t *testing.T) {
+	e := startThreads(t)
+	sid := e.coordinator(t, "coord", "worker")
+	e.say(t, sid, "split the work")
+	evs := e.waitFor(t, sid, "session.status_idle", 1)
+	if got := kinds(evs); len(ofKind(evs, "session.status_idle")) != 1 || evs[len(evs)-1].Type != "session.status_idle" {
+		t.Fatalf("want one turn ending the log, got %v", got)
+	}
+	ids := threadIDs(evs)
+	if len(ids) != 2 || ids[0] == ids[1] {
+		t.Fatalf("threads opened: %v", ids)
+	}
+	received := ofKind(evs, session.EventThreadMessageReceived)
+	if len(received) != 2 || len(ofKind(evs, session.EventThreadMessageSent)) != 2 {
+		t.Fatalf("want two messages each way, got %v", kinds(evs))
+	}
+	for _, ev := range received {
+		if ev.FromAgentName != "worker" || evText(ev) != "worker done" {
+			t.Fatalf("thread answer %s", ev.RawJSON())
+		}
+	}
+	for _, typ := range []string{session.EventThreadStatusRunning, session.EventThreadStatusIdle} {
+		if n := len(ofKind(evs, typ)); n != 2 {
+			t.Fatalf("%d×%s, want 2: %v", n, typ, kinds(evs))
+		}
+	}
+	// The coordinator counted the workers' two lines in the shared sandbox.
+	results := ofKind(evs, "agent.tool_result")
+	last := results[len(results)-1]
+	if strings.TrimSpace(evText(last)) != "2" {
+		t.Fatalf("the coordinator's count: %s", last.RawJSON())
+	}
+	msgs := ofKind(evs, "agent.message")
+	if evText(msgs[len(msgs)-1]) != "all done" {
+		t.Fatalf("the coordinator's last message: %s", msgs[len(msgs)-1].RawJSON())
+	}
+	for _, id := range ids {
+		tevs := e.log(t, id)
+		uses := ofKind(tevs, "agent.tool_use")
+		if len(uses) != 1 || uses[0].Name != "bash" || len(ofKind(tevs, "agent.tool_result")) != 1 {
+			t.Fatalf("thread %s: %v", id, kinds(tevs))
+		}
+		if first := ofKind(tevs, "user.message"); len(first) != 1 || !strings.HasPrefix(evText(first[0]), "task ") {
+			t.Fatalf("thread %s got its task as %v", id, kinds(tevs))
+		}
+	}
+	// Threads are not sessions of the tenant's list.
+	page, err := e.c.Beta.Sessions.List(context.Background(), anthropic.BetaSessionListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Data) != 1 || page.Data[0].ID != sid {
+		t.Fatalf("sessions listed: %d", len(page.Data))
+	}
+}
+
+// TestInterruptReachesTheThreads: interrupting a coordinator that waits
+// for a thread interrupts the thread too; its answer, cut off, is not
+// delivered to the coordinator, and nothing runs on.
+func TestInterruptReachesTheThreads(t *testing.T) {
+	e := startThreads(t)
+	sid := e.coordinator(t, "coord-slow", "slow")
+	e.say(t, sid, "go slow")
+	evs := e.waitFor(t, sid, session.EventThreadStatusRunning, 1)
+	tid := threadIDs(evs)[0]
+	e.waitFor(t, tid, "agent.tool_use", 1)
+	_, err := e.c.Beta.Sessions.Events.Send(context.Background(), sid, anthropic.BetaSessionEventSendParams{
+		Events: []anthropic.BetaManagedAgentsEventParamsUnion{{OfUserInterrupt: &anthropic.BetaManagedAgentsUserInterruptEventParams{
+			Type: anthropic.BetaManagedAgentsUserInterruptEventParamsTypeUserInterrupt}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tevs := e.waitFor(t, tid, "session.status_idle", 1)
+	if len(ofKind(tevs, "user.interrupt")) != 1 {
+		t.Fatalf("the thread's log: %v", kinds(tevs))
+	}
+	evs = e.waitFor(t, sid, session.EventThreadStatusIdle, 1)
+	time.Sleep(300 * time.Millisecond) // a wrongly delivered answer would start a turn now
+	evs = e.log(t, sid)
+	if n := len(ofKind(evs, session.EventThreadMessageReceived)); n != 0 {
+		t.Fatalf("an interrupted thread's answer was delivered: %v", kinds(evs))
+	}
+	if n := len(ofKind(evs, "session.status_running")); n != 1 {
+		t.Fatalf("the coordinator ran %d turns: %v", n, kinds(evs))
+	}
+}
+
+// evText joins the text blocks of an event's content.
+func evText(ev anthropic.BetaManagedAgentsSessionEventUnion) string {
+	var b struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	_ = json.Unmarshal([]byte(ev.RawJSON()), &b)
+	var s strings.Builder
+	for _, c := range b.Content {
+		s.WriteString(c.Text)
+	}
+	return s.String()
+}
