@@ -44,6 +44,16 @@ var threadScripts = map[string]map[string]any{
 		text("waiting"),
 		text("after the interrupt"),
 	}, "loop": true},
+	"bench-coord": {"turns": []any{
+		map[string]any{"tool_calls": []any{toolCall("bash", map[string]any{"command": "true"})}},
+		map[string]any{"tool_calls": []any{createThread("bench-worker", "x")}},
+		text("waiting"),
+		text("done"),
+	}},
+	"bench-worker": {"turns": []any{
+		map[string]any{"tool_calls": []any{toolCall("bash", map[string]any{"command": "true"})}},
+		text("done"),
+	}},
 	"slow": {"turns": []any{
 		map[string]any{"tool_calls": []any{toolCall("bash", map[string]any{"command": "sleep 600"})}},
 		text("slow done"),
@@ -56,7 +66,7 @@ type threadsEnv struct {
 	env string
 }
 
-func startThreads(t *testing.T) *threadsEnv {
+func startThreads(t testing.TB) *threadsEnv {
 	dir := t.TempDir()
 	models := map[string]config.ModelConfig{}
 	for name, script := range threadScripts {
@@ -81,7 +91,7 @@ var toolset = []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &
 
 // coordinator creates the worker agent and a coordinator naming it, and a
 // session of the coordinator.
-func (e *threadsEnv) coordinator(t *testing.T, coordModel, workerModel string) string {
+func (e *threadsEnv) coordinator(t testing.TB, coordModel, workerModel string) string {
 	t.Helper()
 	ctx := context.Background()
 	worker, err := e.c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{Name: workerModel,
@@ -106,7 +116,7 @@ func (e *threadsEnv) coordinator(t *testing.T, coordModel, workerModel string) s
 	return s.ID
 }
 
-func (e *threadsEnv) say(t *testing.T, sid, msg string) {
+func (e *threadsEnv) say(t testing.TB, sid, msg string) {
 	t.Helper()
 	_, err := e.c.Beta.Sessions.Events.Send(context.Background(), sid, anthropic.BetaSessionEventSendParams{
 		Events: []anthropic.BetaManagedAgentsEventParamsUnion{{OfUserMessage: &anthropic.BetaManagedAgentsUserMessageEventParams{
@@ -119,7 +129,7 @@ func (e *threadsEnv) say(t *testing.T, sid, msg string) {
 }
 
 // log lists a session's (or a thread's, by its session id) events.
-func (e *threadsEnv) log(t *testing.T, id string) []anthropic.BetaManagedAgentsSessionEventUnion {
+func (e *threadsEnv) log(t testing.TB, id string) []anthropic.BetaManagedAgentsSessionEventUnion {
 	t.Helper()
 	page, err := e.c.Beta.Sessions.Events.List(context.Background(), id, anthropic.BetaSessionEventListParams{Limit: anthropic.Int(1000)})
 	if err != nil {
@@ -128,7 +138,7 @@ func (e *threadsEnv) log(t *testing.T, id string) []anthropic.BetaManagedAgentsS
 	return page.Data
 }
 
-func (e *threadsEnv) waitFor(t *testing.T, id, typ string, n int) []anthropic.BetaManagedAgentsSessionEventUnion {
+func (e *threadsEnv) waitFor(t testing.TB, id, typ string, n int) []anthropic.BetaManagedAgentsSessionEventUnion {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
