@@ -12,6 +12,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 
 	"github.com/agentkernel/agentkernel/internal/model/anthropictest"
+	"github.com/agentkernel/agentkernel/internal/session"
 )
 
 // What each Managed Agents field does, for TestEveryManagedFieldWorksOrIsRefused:
@@ -319,7 +320,17 @@ func managedRules(w *managedWalker) []fieldRule {
 			}
 			w.waitIdle(t, s, 0)
 		}),
-		notYet(`^events\.send \.events\[\]<OfUserInterrupt>\.session_thread_id$`, "session_thread_id"),
+		rule(`^events\.send \.events\[\]<OfUserInterrupt>\.session_thread_id$`).with(func(t *testing.T, c *fieldCase) any {
+			// The session's primary thread; child threads are covered by
+			// TestSessionThreadsThroughTheSDK.
+			s := w.session(t, w.agent(t, nil))
+			c.state["session"] = s
+			return session.PrimaryThreadID(s)
+		}).does(func(t *testing.T, c *fieldCase) {
+			if out := ok(t, c); out != nil && jsonAt(out, ".data[0].session_thread_id") != c.value {
+				t.Errorf("%s %s: sent %v, the event says %v", c.body, c.leaf.path, c.value, jsonAt(out, ".data[0].session_thread_id"))
+			}
+		}),
 		rule(`^events\.send \.events\[\]<OfUserToolConfirmation>\.(type|tool_use_id|result|deny_message)$`).with(func(t *testing.T, c *fieldCase) any {
 			w.pendingCall(t, c, map[string]any{"tools": []any{map[string]any{"type": "agent_toolset_20260401",
 				"default_config": map[string]any{"permission_policy": map[string]any{"type": "always_ask"}}}}}, "bash", "agent.tool_use")

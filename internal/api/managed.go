@@ -91,6 +91,7 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", a(m.listEvents))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/events", a(s.noQuery(m.sendEvents)))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", a(m.streamEvents))
+	s.registerThreadRoutes(m)
 
 	if o.Resources != nil {
 		s.registerResourceRoutes(m)

@@ -115,6 +115,15 @@ func (m *managedAPI) sendEvents(w http.ResponseWriter, r *http.Request) {
 // default, newest first with order=desc; the cursor is the last Seq.
 func (m *managedAPI) listEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	m.listLog(w, r, func() (string, error) {
+		_, err := m.sessionFor(r, id)
+		return id, err
+	})
+}
+
+// listLog serves the events list of the log resolve names (a session's,
+// or a thread's own), once the query is checked.
+func (m *managedAPI) listLog(w http.ResponseWriter, r *http.Request, resolve func() (string, error)) {
 	q := r.URL.Query()
 	p, err := parsePageQuery(q, 100, 1000, false)
 	if err == nil {
@@ -131,7 +140,8 @@ func (m *managedAPI) listEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if _, err := m.sessionFor(r, id); err != nil {
+	id, err := resolve()
+	if err != nil {
 		m.writeError(w, r, err)
 		return
 	}

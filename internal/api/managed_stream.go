@@ -18,6 +18,15 @@ import (
 // it is written here (the event log persists before it publishes).
 func (m *managedAPI) streamEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	m.streamLog(w, r, func() (string, error) {
+		_, err := m.sessionFor(r, id)
+		return id, err
+	})
+}
+
+// streamLog streams the log resolve names (a session's, or a thread's
+// own), once the query is checked.
+func (m *managedAPI) streamLog(w http.ResponseWriter, r *http.Request, resolve func() (string, error)) {
 	if err := checkQuery(r.URL.Query(), "event_deltas"); err != nil {
 		m.writeError(w, r, err)
 		return
@@ -26,7 +35,8 @@ func (m *managedAPI) streamEvents(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, BadRequest("query parameter \"event_deltas\" is not supported yet: the stream sends each event once it is complete"))
 		return
 	}
-	if _, err := m.sessionFor(r, id); err != nil {
+	id, err := resolve()
+	if err != nil {
 		m.writeError(w, r, err)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/ids"
+	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
@@ -29,23 +30,31 @@ var sdkOnlyEvents = map[string]string{
 }
 
 // buildEvents validates client events and turns them into events to store,
-// each with its id and the time it was received. sessionID is "" before
-// the session exists (initial_events, where user.message and
-// user.define_outcome fit).
-func (s *Service) buildEvents(ctx context.Context, sessionID string, in []Obj, initial bool) ([]store.NewEvent, error) {
+// each with its id and the time it was received. parent is nil before the
+// session exists (initial_events, where user.message and
+// user.define_outcome fit). targets[i] is where out[i] goes: "" for the
+// session's own log (its primary thread), else the id of the child
+// thread whose log it goes to.
+func (s *Service) buildEvents(ctx context.Context, parent *store.ManagedSession, in []Obj, initial bool) (out []store.NewEvent, targets []string, err error) {
+	sessionID := ""
+	if parent != nil {
+		sessionID = parent.ID
+	}
 	now := s.clock().Format(time.RFC3339Nano)
-	out := make([]store.NewEvent, 0, len(in))
+	out = make([]store.NewEvent, 0, len(in))
+	targets = make([]string, 0, len(in))
 	openOutcome, checkedOutcome := "", false
 	for _, ev := range in {
 		if n := len(MustJSON(ev.Map())); n > s.maxEventBytes {
-			return nil, inputErr(http.StatusRequestEntityTooLarge,
+			return nil, nil, inputErr(http.StatusRequestEntityTooLarge,
 				"%s is %d bytes; the limit is %d bytes per event", ev.Path(), n, s.maxEventBytes)
 		}
 		typ, err := ev.ReqStr("type")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var body map[string]any
+		target := ""
 		switch {
 		case typ == EventUserMessage:
 			body, err = userMessage(ev)
@@ -63,24 +72,25 @@ func (s *Service) buildEvents(ctx context.Context, sessionID string, in []Obj, i
 		case initial:
 			err = badRequest("field %q: initial_events take user.message and user.define_outcome only, got %q", ev.Field("type"), typ)
 		case typ == EventUserInterrupt:
-			body, err = userInterrupt(ev)
+			body, target, err = s.userInterrupt(ctx, parent, ev)
 		case typ == EventUserCustomToolResult:
-			body, err = s.customToolResult(ctx, sessionID, ev)
+			body, target, err = s.customToolResult(ctx, parent, ev)
 		case typ == EventUserToolConfirmation:
-			body, err = s.toolConfirmation(ctx, sessionID, ev)
+			body, target, err = s.toolConfirmation(ctx, parent, ev)
 		case sdkOnlyEvents[typ] != "":
 			err = badRequest("field %q: %s events are not accepted: %s", ev.Field("type"), typ, sdkOnlyEvents[typ])
 		default:
 			err = badRequest("field %q: unknown event type %q (want user.message, user.define_outcome, user.interrupt, user.custom_tool_result or user.tool_confirmation)", ev.Field("type"), typ)
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		id := ids.New("sevt")
 		body["id"], body["type"], body["processed_at"] = id, typ, now
 		out = append(out, store.NewEvent{ID: id, Type: typ, Data: MustJSON(body)})
+		targets = append(targets, target)
 	}
-	return out, nil
+	return out, targets, nil
 }
 
 // contentBlocks validates a content array of text blocks. The other block
@@ -126,81 +136,128 @@ func userMessage(ev Obj) (map[string]any, error) {
 	return map[string]any{"content": content}, nil
 }
 
-// userInterrupt interrupts the session's turn. Threads exist only with
-// multiple agents, which agentkernel does not run.
-func userInterrupt(ev Obj) (map[string]any, error) {
+// userInterrupt interrupts the session's turns, or with
+// session_thread_id only the named thread's: the primary thread (the
+// event goes to the session's log) or a live child thread (it goes to
+// the thread's own log).
+func (s *Service) userInterrupt(ctx context.Context, parent *store.ManagedSession, ev Obj) (map[string]any, string, error) {
 	t, err := ev.Str("session_thread_id")
+	if err != nil || t == "" {
+		return map[string]any{}, "", err
+	}
+	target, err := s.threadTarget(ctx, parent, ev, t)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if t != "" {
-		return nil, ev.NotYet("session_thread_id", "a session runs one agent in one thread; interrupt the session itself")
-	}
-	return map[string]any{}, nil
+	return map[string]any{"session_thread_id": t}, target, nil
 }
 
-func (s *Service) customToolResult(ctx context.Context, sessionID string, ev Obj) (map[string]any, error) {
+// customToolResult answers an agent.custom_tool_use of the session or of
+// one of its threads (routed by custom_tool_use_id, as the SDK says: the
+// client does not name the thread).
+func (s *Service) customToolResult(ctx context.Context, parent *store.ManagedSession, ev Obj) (map[string]any, string, error) {
 	useID, err := ev.ReqStr("custom_tool_use_id")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if err := s.referencedEvent(ctx, sessionID, ev, "custom_tool_use_id", useID, "agent.custom_tool_use"); err != nil {
-		return nil, err
+	target, err := s.referencedEvent(ctx, parent, ev, "custom_tool_use_id", useID, "agent.custom_tool_use")
+	if err != nil {
+		return nil, "", err
 	}
 	content, err := contentBlocks(ev, "content", false, "image", "document", "search_result")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	isErr, err := ev.Bool("is_error")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return map[string]any{"custom_tool_use_id": useID, "content": content, "is_error": isErr}, nil
+	return map[string]any{"custom_tool_use_id": useID, "content": content, "is_error": isErr}, target, nil
 }
 
-func (s *Service) toolConfirmation(ctx context.Context, sessionID string, ev Obj) (map[string]any, error) {
+// toolConfirmation answers a tool use of the session or of one of its
+// threads (routed by tool_use_id).
+func (s *Service) toolConfirmation(ctx context.Context, parent *store.ManagedSession, ev Obj) (map[string]any, string, error) {
 	useID, err := ev.ReqStr("tool_use_id")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if err := s.referencedEvent(ctx, sessionID, ev, "tool_use_id", useID, "agent.tool_use", "agent.mcp_tool_use"); err != nil {
-		return nil, err
+	target, err := s.referencedEvent(ctx, parent, ev, "tool_use_id", useID, "agent.tool_use", "agent.mcp_tool_use")
+	if err != nil {
+		return nil, "", err
 	}
 	result, err := ev.ReqStr("result")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if result != "allow" && result != "deny" {
-		return nil, badRequest("field %q must be allow or deny, got %q", ev.Field("result"), result)
+		return nil, "", badRequest("field %q must be allow or deny, got %q", ev.Field("result"), result)
 	}
 	body := map[string]any{"tool_use_id": useID, "result": result}
 	if ev.Set("deny_message") {
 		if result != "deny" {
-			return nil, badRequest("field %q is only allowed when result is deny", ev.Field("deny_message"))
+			return nil, "", badRequest("field %q is only allowed when result is deny", ev.Field("deny_message"))
 		}
 		msg, err := ev.Str("deny_message")
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		body["deny_message"] = msg
 	}
-	return body, nil
+	return body, target, nil
 }
 
-// referencedEvent checks that id names an event of one of types in the
-// session, so a result for a tool call that never happened fails here.
-func (s *Service) referencedEvent(ctx context.Context, sessionID string, ev Obj, field, id string, types ...string) error {
-	e, err := s.st.GetEvent(ctx, sessionID, id)
+// referencedEvent checks that id names an event of one of types, so a
+// result for a tool call that never happened fails here, and returns
+// where the answer goes: "" for the session's log, or the child thread
+// whose call it answers (the call is in the thread's own log, or
+// cross-posted to the session's with the thread's session_thread_id).
+func (s *Service) referencedEvent(ctx context.Context, parent *store.ManagedSession, ev Obj, field, id string, types ...string) (string, error) {
+	e, err := s.st.GetEvent(ctx, parent.ID, id)
+	logID := parent.ID
 	if errors.Is(err, store.ErrNotFound) {
-		return badRequest("field %q: session %s has no event %q", ev.Field(field), sessionID, id)
+		logID, e, err = s.threadEvent(ctx, parent, id)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return "", badRequest("field %q: session %s has no event %q", ev.Field(field), parent.ID, id)
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
-	for _, t := range types {
-		if e.Type == t {
-			return nil
+	if !slices.Contains(types, e.Type) {
+		return "", badRequest("field %q: event %q is a %s, not %s", ev.Field(field), id, e.Type, fmt.Sprint(types))
+	}
+	if logID == parent.ID {
+		var x struct {
+			Thread string `json:"session_thread_id"`
 		}
+		if json.Unmarshal(e.Data, &x) != nil || x.Thread == "" || x.Thread == session.PrimaryThreadID(parent.ID) {
+			return "", nil
+		}
+		logID = x.Thread
 	}
-	return badRequest("field %q: event %q is a %s, not %s", ev.Field(field), id, e.Type, fmt.Sprint(types))
+	t, err := s.threadOf(ctx, parent, logID)
+	if err != nil {
+		return "", err
+	}
+	if t.Row.ArchivedAt != nil || t.Row.TerminatedAt != nil {
+		return "", conflict("field %q: event %q belongs to session thread %q, which is archived or terminated", ev.Field(field), id, logID)
+	}
+	return logID, nil
+}
+
+// threadEvent finds event id in the logs of parent's child threads.
+func (s *Service) threadEvent(ctx context.Context, parent *store.ManagedSession, id string) (string, *store.SessionEvent, error) {
+	rows, err := s.st.ListSessionThreads(ctx, parent.ID)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, r := range rows {
+		e, err := s.st.GetEvent(ctx, r.ID, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		return r.ID, e, err
+	}
+	return "", nil, store.ErrNotFound
 }

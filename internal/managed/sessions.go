@@ -145,7 +145,7 @@ func (s *Service) createSession(ctx context.Context, tenantID string, in Obj, o 
 	}
 	var evs []store.NewEvent
 	if err == nil {
-		evs, err = s.buildEvents(ctx, "", initial, true)
+		evs, _, err = s.buildEvents(ctx, nil, initial, true)
 	}
 	if err == nil {
 		err = in.Strict()
@@ -355,7 +355,9 @@ func (s *Service) DeleteSession(ctx context.Context, tenantID, id string) error 
 }
 
 // SendEvents appends the client events of a send body to a writable
-// session the tenant owns and wakes its runner.
+// session the tenant owns and wakes its runner. An event for one of its
+// child threads (a user.interrupt naming it, a tool result answering its
+// call) goes to that thread's own log, and wakes the runner for it.
 func (s *Service) SendEvents(ctx context.Context, tenantID, id string, in Obj) ([]store.SessionEvent, error) {
 	ms, err := s.Session(ctx, tenantID, id)
 	if err != nil {
@@ -372,8 +374,9 @@ func (s *Service) SendEvents(ctx context.Context, tenantID, id string, in Obj) (
 		err = badRequest("field \"events\" has %d events; the limit is %d per request", len(evs), maxSendEvents)
 	}
 	var news []store.NewEvent
+	var targets []string
 	if err == nil {
-		news, err = s.buildEvents(ctx, id, evs, false)
+		news, targets, err = s.buildEvents(ctx, ms, evs, false)
 	}
 	if err == nil {
 		err = in.Strict()
@@ -381,12 +384,36 @@ func (s *Service) SendEvents(ctx context.Context, tenantID, id string, in Obj) (
 	if err != nil {
 		return nil, err
 	}
-	stored, err := s.events.Append(ctx, id, news)
-	if err != nil {
-		return nil, notFoundAs("session", id, err)
+	// One append per log, in the order each log first appears; the
+	// response keeps the request's order.
+	var logs []string
+	byLog := map[string][]int{}
+	for i, t := range targets {
+		if t == "" {
+			t = id
+		}
+		if _, ok := byLog[t]; !ok {
+			logs = append(logs, t)
+		}
+		byLog[t] = append(byLog[t], i)
 	}
-	s.wake(id)
-	return stored, nil
+	out := make([]store.SessionEvent, len(news))
+	for _, logID := range logs {
+		idx := byLog[logID]
+		batch := make([]store.NewEvent, len(idx))
+		for j, i := range idx {
+			batch[j] = news[i]
+		}
+		stored, err := s.events.Append(ctx, logID, batch)
+		if err != nil {
+			return nil, notFoundAs("session", logID, err)
+		}
+		for j, i := range idx {
+			out[i] = stored[j]
+		}
+		s.wake(logID)
+	}
+	return out, nil
 }
 
 // SessionList lists a tenant's sessions with every run row read once
