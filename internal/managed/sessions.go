@@ -29,7 +29,8 @@ const maxSendEvents = 50
 // exactly like a missing one.
 func (s *Service) Session(ctx context.Context, tenantID, id string) (*store.ManagedSession, error) {
 	ms, err := s.st.GetManagedSession(ctx, id)
-	if err == nil && ms.TenantID != tenantID {
+	if err == nil && (ms.TenantID != tenantID || ms.ThreadOf != "") {
+		// A thread is reached through its session's threads endpoints.
 		err = store.ErrNotFound
 	}
 	if err != nil {

@@ -48,14 +48,7 @@ func threadNotFound(sessionID, threadID string) error {
 // threadSession reads the session whose threads are asked for: one the
 // tenant owns that is not itself a thread.
 func (s *Service) threadSession(ctx context.Context, tenantID, sessionID string) (*store.ManagedSession, error) {
-	ms, err := s.Session(ctx, tenantID, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	if ms.ThreadOf != "" {
-		return nil, notFound("session", sessionID)
-	}
-	return ms, nil
+	return s.Session(ctx, tenantID, sessionID)
 }
 
 // threadOf resolves threadID among parent's threads: its primary thread or
@@ -179,6 +172,17 @@ func (s *Service) ArchiveThread(ctx context.Context, tenantID, sessionID, thread
 	}
 	if t.Primary() {
 		return nil, badRequest("session thread %q is the primary thread of session %q; archive the session instead (POST /v1/sessions/%s/archive)", threadID, sessionID, sessionID)
+	}
+	if t.Row.TerminatedAt == nil && s.runner != nil {
+		// The runner stops a turn the thread runs and writes its
+		// session.status_terminated (the parent's log shows
+		// session.thread_status_terminated).
+		if err := s.runner.Destroy(ctx, tenantID, t.Row.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		if t, err = s.threadOf(ctx, t.Session, threadID); err != nil {
+			return nil, err
+		}
 	}
 	for attempt := 0; t.Row.ArchivedAt == nil; attempt++ {
 		row := *t.Row

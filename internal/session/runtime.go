@@ -335,6 +335,9 @@ func (r *Runtime) Destroy(ctx context.Context, tenantID, sessionID string) error
 			}
 		}
 	}
+	if s.ThreadOf != "" {
+		r.threadProgress(s.ThreadOf)
+	}
 	r.log.InfoContext(ctx, "session terminated", "session", sessionID, "sandbox", s.SandboxID)
 	return nil
 }

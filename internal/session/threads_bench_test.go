@@ -35,7 +35,7 @@ func BenchmarkThreadOpenVsToolCall(b *testing.B) {
 				tid = ev.SessionThreadID
 			}
 		}
-		tevs := e.log(b, tid)
+		tevs := e.log(b, sid, tid)
 		open += toolSpan(evs, session.ToolCreateThread)
 		bash += toolSpan(tevs, "bash")
 		back += at(evs, session.EventThreadMessageReceived).Sub(at(tevs, "session.status_idle"))

@@ -128,26 +128,36 @@ func (e *threadsEnv) say(t testing.TB, sid, msg string) {
 	}
 }
 
-// log lists a session's (or a thread's, by its session id) events.
-func (e *threadsEnv) log(t testing.TB, id string) []anthropic.BetaManagedAgentsSessionEventUnion {
+// log lists the events of a session, or of one of its threads (tid).
+func (e *threadsEnv) log(t testing.TB, sid string, tid ...string) []anthropic.BetaManagedAgentsSessionEventUnion {
 	t.Helper()
-	page, err := e.c.Beta.Sessions.Events.List(context.Background(), id, anthropic.BetaSessionEventListParams{Limit: anthropic.Int(1000)})
+	ctx := context.Background()
+	if len(tid) > 0 {
+		page, err := e.c.Beta.Sessions.Threads.Events.List(ctx, tid[0], anthropic.BetaSessionThreadEventListParams{SessionID: sid, Limit: anthropic.Int(1000)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page.Data
+	}
+	page, err := e.c.Beta.Sessions.Events.List(ctx, sid, anthropic.BetaSessionEventListParams{Limit: anthropic.Int(1000)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return page.Data
 }
 
-func (e *threadsEnv) waitFor(t testing.TB, id, typ string, n int) []anthropic.BetaManagedAgentsSessionEventUnion {
+// waitFor waits until the log of the session (or of its thread tid) holds
+// n events of type typ.
+func (e *threadsEnv) waitFor(t testing.TB, sid, typ string, n int, tid ...string) []anthropic.BetaManagedAgentsSessionEventUnion {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		evs := e.log(t, id)
+		evs := e.log(t, sid, tid...)
 		if len(ofKind(evs, typ)) >= n {
 			return evs
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d×%s not reached in 90s; log %v", id, n, typ, kinds(evs))
+			t.Fatalf("%s %v: %d×%s not reached in 90s; log %v", sid, tid, n, typ, kinds(evs))
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
@@ -212,7 +222,7 @@ func TestCoordinatorDelegatesToTwoThreads(t *testing.T) {
 		t.Fatalf("the coordinator's last message: %s", msgs[len(msgs)-1].RawJSON())
 	}
 	for _, id := range ids {
-		tevs := e.log(t, id)
+		tevs := e.log(t, sid, id)
 		uses := ofKind(tevs, "agent.tool_use")
 		if len(uses) != 1 || uses[0].Name != "bash" || len(ofKind(tevs, "agent.tool_result")) != 1 {
 			t.Fatalf("thread %s: %v", id, kinds(tevs))
@@ -221,13 +231,43 @@ func TestCoordinatorDelegatesToTwoThreads(t *testing.T) {
 			t.Fatalf("thread %s got its task as %v", id, kinds(tevs))
 		}
 	}
-	// Threads are not sessions of the tenant's list.
-	page, err := e.c.Beta.Sessions.List(context.Background(), anthropic.BetaSessionListParams{})
+	// Threads are not sessions of the tenant's list, nor reachable as one.
+	ctx := context.Background()
+	page, err := e.c.Beta.Sessions.List(ctx, anthropic.BetaSessionListParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(page.Data) != 1 || page.Data[0].ID != sid {
 		t.Fatalf("sessions listed: %d", len(page.Data))
+	}
+	if _, err := e.c.Beta.Sessions.Get(ctx, ids[0], anthropic.BetaSessionGetParams{}); err == nil {
+		t.Fatal("a thread is reachable as a session")
+	}
+	// The SDK's threads: the primary, then both children, idle, running
+	// the worker agent.
+	threads, err := e.c.Beta.Sessions.Threads.List(ctx, sid, anthropic.BetaSessionThreadListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(threads.Data) != 3 || threads.Data[0].ID != session.PrimaryThreadID(sid) || threads.Data[0].ParentThreadID != "" {
+		t.Fatalf("threads %s", threads.RawJSON())
+	}
+	for _, th := range threads.Data[1:] {
+		if th.Status != "idle" || th.Agent.Name != "worker" || th.ParentThreadID != threads.Data[0].ID || th.SessionID != sid {
+			t.Fatalf("thread %s", th.RawJSON())
+		}
+	}
+	// Archiving a thread terminates it; the primary thread shows it.
+	th, err := e.c.Beta.Sessions.Threads.Archive(ctx, ids[0], anthropic.BetaSessionThreadArchiveParams{SessionID: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Status != "terminated" || th.ArchivedAt.IsZero() {
+		t.Fatalf("archived thread %s", th.RawJSON())
+	}
+	evs = e.waitFor(t, sid, session.EventThreadStatusTerminated, 1)
+	if got := ofKind(evs, session.EventThreadStatusTerminated)[0].SessionThreadID; got != ids[0] {
+		t.Fatalf("thread_status_terminated of %s, want %s", got, ids[0])
 	}
 }
 
@@ -240,14 +280,14 @@ func TestInterruptReachesTheThreads(t *testing.T) {
 	e.say(t, sid, "go slow")
 	evs := e.waitFor(t, sid, session.EventThreadStatusRunning, 1)
 	tid := threadIDs(evs)[0]
-	e.waitFor(t, tid, "agent.tool_use", 1)
+	e.waitFor(t, sid, "agent.tool_use", 1, tid)
 	_, err := e.c.Beta.Sessions.Events.Send(context.Background(), sid, anthropic.BetaSessionEventSendParams{
 		Events: []anthropic.BetaManagedAgentsEventParamsUnion{{OfUserInterrupt: &anthropic.BetaManagedAgentsUserInterruptEventParams{
 			Type: anthropic.BetaManagedAgentsUserInterruptEventParamsTypeUserInterrupt}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tevs := e.waitFor(t, tid, "session.status_idle", 1)
+	tevs := e.waitFor(t, sid, "session.status_idle", 1, tid)
 	if len(ofKind(tevs, "user.interrupt")) != 1 {
 		t.Fatalf("the thread's log: %v", kinds(tevs))
 	}

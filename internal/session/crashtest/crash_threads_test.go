@@ -111,7 +111,7 @@ func checkThreadsOnce(t *testing.T, n *node, c anthropic.Client, sid string) {
 		t.Fatalf("thread ids %v: want two distinct", ids)
 	}
 	for id := range ids {
-		tevs := events(t, c, id)
+		tevs := threadEvents(t, c, sid, id)
 		res := ofType(tevs, "agent.tool_result")
 		if len(res) != 1 || len(ofType(tevs, "agent.message")) != 1 {
 			t.Fatalf("thread %s: %v: want one tool call and one answer", id, types(tevs))
@@ -127,6 +127,21 @@ func checkThreadsOnce(t *testing.T, n *node, c anthropic.Client, sid string) {
 	if b, _ := os.ReadFile(outs[0]); strings.Count(string(b), "done") != 2 {
 		t.Fatalf("the workers' commands ran %d times in all, want 2", strings.Count(string(b), "done"))
 	}
+}
+
+// threadEvents lists every event of a session's thread, oldest first.
+func threadEvents(t *testing.T, c anthropic.Client, sid, tid string) []event {
+	t.Helper()
+	var out []event
+	it := c.Beta.Sessions.Threads.Events.ListAutoPaging(context.Background(), tid, anthropic.BetaSessionThreadEventListParams{SessionID: sid, Limit: anthropic.Int(500)})
+	for it.Next() {
+		ev := it.Current()
+		out = append(out, event{ID: ev.ID, Type: ev.Type, Raw: ev.RawJSON()})
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestKillMidThread: the daemon dies while a thread's tool call runs in
