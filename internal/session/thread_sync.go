@@ -162,7 +162,19 @@ func (w *worker) syncThread(ctx context.Context, th *store.ManagedSession) (busy
 				idle := newEvent(EventThreadStatusIdle, map[string]any{"session_thread_id": th.ID, "agent_name": name,
 					"stop_reason": sb.StopReason, "stop_details": nil})
 				out := []store.NewEvent{idle}
-				if !interrupted && text != "" && b.StopReason != nil && b.StopReason.Type == StopEndTurn {
+				// The turn's answer goes to the coordinator — unless the
+				// turn was interrupted (cut off) or waits for the user (the
+				// thread goes on once the user answers). A turn that ended
+				// without a word says so, so the coordinator is not left
+				// waiting on it.
+				stop := ""
+				if b.StopReason != nil {
+					stop = b.StopReason.Type
+				}
+				if !interrupted && stop != StopRequiresAction {
+					if text == "" {
+						text = fmt.Sprintf("[thread %s ended its turn without a message (stop reason: %s)]", th.ID, stop)
+					}
 					out = append(out, newEvent(EventThreadMessageReceived, map[string]any{"from_session_thread_id": th.ID,
 						"from_agent_name": name, "content": textContent(text)}))
 				}

@@ -54,6 +54,21 @@ var threadScripts = map[string]map[string]any{
 		map[string]any{"tool_calls": []any{toolCall("bash", map[string]any{"command": "true"})}},
 		text("done"),
 	}},
+	"coord-ask": {"turns": []any{
+		map[string]any{"tool_calls": []any{createThread("asker", "ask first")}},
+		text("waiting"),
+		text("got the answer"),
+	}},
+	"asker": {"turns": []any{
+		map[string]any{"tool_calls": []any{toolCall("bash", map[string]any{"command": "echo asked"})}},
+		text("asker done"),
+	}},
+	"coord-fail": {"turns": []any{
+		map[string]any{"tool_calls": []any{createThread("failing", "fail")}},
+		text("waiting"),
+		text("noted the failure"),
+	}},
+	"failing": {"turns": []any{map[string]any{"error": "the model route is down"}}},
 	"slow": {"turns": []any{
 		map[string]any{"tool_calls": []any{toolCall("bash", map[string]any{"command": "sleep 600"})}},
 		text("slow done"),
@@ -91,11 +106,14 @@ var toolset = []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &
 
 // coordinator creates the worker agent and a coordinator naming it, and a
 // session of the coordinator.
-func (e *threadsEnv) coordinator(t testing.TB, coordModel, workerModel string) string {
+func (e *threadsEnv) coordinator(t testing.TB, coordModel, workerModel string, workerTools ...anthropic.BetaAgentNewParamsToolUnion) string {
 	t.Helper()
 	ctx := context.Background()
+	if workerTools == nil {
+		workerTools = toolset
+	}
 	worker, err := e.c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{Name: workerModel,
-		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: workerModel}, Tools: toolset})
+		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: workerModel}, Tools: workerTools})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,4 +334,59 @@ func evText(ev anthropic.BetaManagedAgentsSessionEventUnion) string {
 		s.WriteString(c.Text)
 	}
 	return s.String()
+}
+
+// TestThreadWaitingForTheUser: a thread whose tool call needs the user's
+// confirmation leaves the coordinator's turn to end (the primary thread
+// shows the thread idle, requires_action, naming the call); the user
+// confirms the call by its id, the thread runs it and answers, and the
+// answer starts a turn of the coordinator.
+func TestThreadWaitingForTheUser(t *testing.T) {
+	e := startThreads(t)
+	ask := []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
+		Type: anthropic.BetaManagedAgentsAgentToolset20260401ParamsTypeAgentToolset20260401,
+		DefaultConfig: anthropic.BetaManagedAgentsAgentToolsetDefaultConfigParams{PermissionPolicy: anthropic.BetaManagedAgentsAgentToolsetDefaultConfigParamsPermissionPolicyUnion{
+			OfAlwaysAsk: &anthropic.BetaManagedAgentsAlwaysAskPolicyParam{Type: anthropic.BetaManagedAgentsAlwaysAskPolicyTypeAlwaysAsk}}}}}}
+	sid := e.coordinator(t, "coord-ask", "asker", ask...)
+	e.say(t, sid, "go")
+	evs := e.waitFor(t, sid, "session.status_idle", 1)
+	idle := ofKind(evs, session.EventThreadStatusIdle)
+	if len(idle) != 1 || idle[0].StopReason.Type != "requires_action" || len(idle[0].StopReason.EventIDs) != 1 {
+		t.Fatalf("the thread's idle on the primary thread: %v", kinds(evs))
+	}
+	if n := len(ofKind(evs, session.EventThreadMessageReceived)); n != 0 {
+		t.Fatalf("a thread waiting for the user answered the coordinator: %v", kinds(evs))
+	}
+	_, err := e.c.Beta.Sessions.Events.Send(context.Background(), sid, anthropic.BetaSessionEventSendParams{
+		Events: []anthropic.BetaManagedAgentsEventParamsUnion{{OfUserToolConfirmation: &anthropic.BetaManagedAgentsUserToolConfirmationEventParams{
+			Type: anthropic.BetaManagedAgentsUserToolConfirmationEventParamsTypeUserToolConfirmation, ToolUseID: idle[0].StopReason.EventIDs[0],
+			Result: anthropic.BetaManagedAgentsUserToolConfirmationEventParamsResultAllow}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs = e.waitFor(t, sid, "session.status_idle", 2)
+	received := ofKind(evs, session.EventThreadMessageReceived)
+	if len(received) != 1 || evText(received[0]) != "asker done" {
+		t.Fatalf("the thread's answer: %v", kinds(evs))
+	}
+	if msgs := ofKind(evs, "agent.message"); evText(msgs[len(msgs)-1]) != "got the answer" {
+		t.Fatalf("the coordinator's answer: %v", kinds(evs))
+	}
+}
+
+// TestThreadThatFailsStillAnswers: a thread whose turn fails (its model
+// route errors) tells the coordinator so, instead of leaving it with
+// nothing; the coordinator's turn goes on and ends.
+func TestThreadThatFailsStillAnswers(t *testing.T) {
+	e := startThreads(t)
+	sid := e.coordinator(t, "coord-fail", "failing")
+	e.say(t, sid, "go")
+	evs := e.waitFor(t, sid, "session.status_idle", 1)
+	received := ofKind(evs, session.EventThreadMessageReceived)
+	if len(received) != 1 || !strings.Contains(evText(received[0]), "ended its turn without a message") {
+		t.Fatalf("the failed thread's answer: %v", kinds(evs))
+	}
+	if msgs := ofKind(evs, "agent.message"); evText(msgs[len(msgs)-1]) != "noted the failure" {
+		t.Fatalf("the coordinator's last message: %v", kinds(evs))
+	}
 }
