@@ -78,8 +78,18 @@ func (l *Service) session(ctx context.Context, tenantID, id string) (*store.Mana
 	if err != nil {
 		return nil, err
 	}
-	if s.TenantID != tenantID {
+	if s.TenantID != tenantID || s.ThreadOf != "" {
 		return nil, fmt.Errorf("session %s: %w", id, store.ErrNotFound)
+	}
+	// A coordinator's threads are sessions of their own that a fork or a
+	// rewind would have to take along, cut at the same point.
+	threads, err := l.cfg.Store.ListSessionThreads(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(threads) > 0 {
+		return nil, fmt.Errorf("session %s has %d threads (multi-agent): fork and rewind of a session with threads are not supported yet: %w",
+			id, len(threads), store.ErrInvalid)
 	}
 	return s, nil
 }

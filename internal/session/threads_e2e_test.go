@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -274,6 +275,13 @@ func TestCoordinatorDelegatesToTwoThreads(t *testing.T) {
 		if th.Status != "idle" || th.Agent.Name != "worker" || th.ParentThreadID != threads.Data[0].ID || th.SessionID != sid {
 			t.Fatalf("thread %s", th.RawJSON())
 		}
+	}
+	// A fork would have to take the threads along: not supported yet.
+	var forked map[string]any
+	err = e.c.Post(ctx, "v1/sessions/"+sid+"/fork", map[string]any{}, &forked)
+	var apiErr *anthropic.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Error(), "not supported yet") {
+		t.Fatalf("fork of a session with threads: %v", err)
 	}
 	// Archiving a thread terminates it; the primary thread shows it.
 	th, err := e.c.Beta.Sessions.Threads.Archive(ctx, ids[0], anthropic.BetaSessionThreadArchiveParams{SessionID: sid})
