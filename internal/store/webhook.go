@@ -159,9 +159,12 @@ const (
 	WebhookVaultCredentialCreated  = "vault_credential.created"
 	WebhookVaultCredentialArchived = "vault_credential.archived"
 	WebhookVaultCredentialDeleted  = "vault_credential.deleted"
-	WebhookMemoryStoreCreated      = "memory_store.created"
-	WebhookMemoryStoreArchived     = "memory_store.archived"
-	WebhookMemoryStoreDeleted      = "memory_store.deleted"
+	// A refresh of an OAuth credential's access token failed (the token
+	// endpoint refused it or could not be reached).
+	WebhookVaultCredentialRefreshFailed = "vault_credential.refresh_failed"
+	WebhookMemoryStoreCreated           = "memory_store.created"
+	WebhookMemoryStoreArchived          = "memory_store.archived"
+	WebhookMemoryStoreDeleted           = "memory_store.deleted"
 )
 
 // WebhookEventTypes is every type an endpoint may subscribe to.
@@ -176,6 +179,7 @@ var WebhookEventTypes = []string{
 	WebhookSessionThreadCreated, WebhookSessionThreadIdled, WebhookSessionThreadTerminated, WebhookSessionUpdated,
 	WebhookVaultCreated, WebhookVaultArchived, WebhookVaultDeleted,
 	WebhookVaultCredentialCreated, WebhookVaultCredentialArchived, WebhookVaultCredentialDeleted,
+	WebhookVaultCredentialRefreshFailed,
 	WebhookMemoryStoreCreated, WebhookMemoryStoreArchived, WebhookMemoryStoreDeleted,
 }
 

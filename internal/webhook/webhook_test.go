@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -231,8 +232,8 @@ func TestRegistrationValidation(t *testing.T) {
 		p    CreateParams
 		want string
 	}{
-		{CreateParams{URL: "https://h.example.com", EventTypes: []string{"agent.deleted", "session.status_idled", "vault.created"}},
-			"agent.deleted, vault.created not supported yet"},
+		{CreateParams{URL: "https://h.example.com", EventTypes: []string{"agent.deleted", "session.status_idled", "session.pending"}},
+			"agent.deleted, session.pending not supported yet"},
 		{CreateParams{URL: "https://h.example.com", EventTypes: []string{"session.nope"}}, `"event_types[0]": "session.nope" is not a webhook event type`},
 		{CreateParams{URL: "https://h.example.com"}, `"event_types": at least one`},
 		{CreateParams{URL: "ftp://h.example.com", EventTypes: []string{"session.created"}}, `"url"`},
@@ -323,3 +324,39 @@ func TestBackoffGrowsWithJitterAndCaps(t *testing.T) {
 }
 
 var _ = strconv.Itoa
+
+// The SDK's types agentkernel does not produce are exactly these, each
+// refused at registration; every type it produces is one of the SDK's.
+// agent.deleted, deployment.deleted: there is no delete of an agent or a
+// deployment. session.pending/running/idled/requires_action: their
+// meaning beside the session.status_* types is not the SDK's to tell.
+// session.budget_reached: no budget is accepted. user_profile.*: there
+// are no user profiles.
+func TestRefusedEventTypes(t *testing.T) {
+	want := []string{"session.pending", "session.running", "session.idled", "session.requires_action",
+		"agent.deleted", "deployment.deleted", "session.budget_reached",
+		"user_profile.enforcement_action_opened", "user_profile.enforcement_action_resolved"}
+	var refused []string
+	for _, typ := range sdkEventTypes {
+		if !slices.Contains(store.WebhookEventTypes, typ) {
+			refused = append(refused, typ)
+		}
+	}
+	slices.Sort(refused)
+	slices.Sort(want)
+	if !slices.Equal(refused, want) {
+		t.Fatalf("refused types: %v, want %v", refused, want)
+	}
+	for _, typ := range store.WebhookEventTypes {
+		if !slices.Contains(sdkEventTypes, typ) {
+			t.Errorf("%q is produced but is not an SDK webhook type", typ)
+		}
+	}
+	svc := New(Config{Store: openStore(t)})
+	for _, typ := range want {
+		_, err := svc.Create(context.Background(), tenant, CreateParams{URL: "https://h.example.com", EventTypes: []string{typ}})
+		if !isStatus(err, 400) || !strings.Contains(err.Error(), typ+" not supported yet") {
+			t.Errorf("Create(%q): %v, want a 400 not supported yet", typ, err)
+		}
+	}
+}

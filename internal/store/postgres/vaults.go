@@ -407,3 +407,18 @@ func (s *Store) DeleteVaultCredential(ctx context.Context, id string) error {
 		return s.credentialWebhooks(ctx, tx, tenant, vaultID, store.WebhookVaultCredentialDeleted, []string{id}, s.clock())
 	})
 }
+
+// AnnounceCredentialRefreshFailed implements store.VaultStore.
+func (s *Store) AnnounceCredentialRefreshFailed(ctx context.Context, id string, at time.Time) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var tenant, vaultID string
+		err := tx.QueryRow(ctx, `SELECT tenant_id, vault_id FROM vault_credentials WHERE id = $1`, id).Scan(&tenant, &vaultID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("credential %s: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return mapErr("read credential "+id, err)
+		}
+		return s.credentialWebhooks(ctx, tx, tenant, vaultID, store.WebhookVaultCredentialRefreshFailed, []string{id}, at)
+	})
+}

@@ -452,3 +452,18 @@ func (s *Store) DeleteVaultCredential(ctx context.Context, id string) error {
 		return s.credentialWebhooksTx(ctx, tx, tenant, vaultID, store.WebhookVaultCredentialDeleted, []string{id}, s.timestamp())
 	})
 }
+
+// AnnounceCredentialRefreshFailed implements store.VaultStore.
+func (s *Store) AnnounceCredentialRefreshFailed(ctx context.Context, id string, at time.Time) error {
+	return s.inTx(ctx, func(tx *wtx) error {
+		var tenant, vaultID string
+		err := tx.QueryRowContext(ctx, `SELECT tenant_id, vault_id FROM vault_credentials WHERE id = ?`, id).Scan(&tenant, &vaultID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("credential %q: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: read credential %q: %w", id, err)
+		}
+		return s.credentialWebhooksTx(ctx, tx, tenant, vaultID, store.WebhookVaultCredentialRefreshFailed, []string{id}, at)
+	})
+}

@@ -18,6 +18,7 @@ var mgWebhookCases = []mgCase{
 	{"SessionThreads", testWebhookSessionThreads},
 	{"SessionUpdated", testWebhookSessionUpdated},
 	{"VaultsAndCredentials", testWebhookVaults},
+	{"CredentialRefreshFailed", testWebhookRefreshFailed},
 	{"MemoryStores", testWebhookMemoryStores},
 	{"Prune", testWebhookPrune},
 }
@@ -492,4 +493,26 @@ func testWebhookPrune(e *mgEnv) {
 	n, err = e.s.PruneWebhookDeliveries(e.ctx, base.Add(-time.Hour), 100)
 	mustOK(e.t, err, "PruneWebhookDeliveries again")
 	equal(e.t, "pruned again", n, int64(0))
+}
+
+// A failed refresh changes no row: its announcement is the whole write,
+// naming the credential and its vault; a missing credential announces
+// nothing.
+func testWebhookRefreshFailed(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookVaultCredentialRefreshFailed)
+	_, err := e.s.CreateVault(e.ctx, &store.Vault{ID: "vlt_rf", TenantID: mgTenant})
+	mustOK(e.t, err, "CreateVault")
+	_, err = e.s.CreateVaultCredential(e.ctx, &store.VaultCredential{ID: "vcrd_rf", TenantID: mgTenant, VaultID: "vlt_rf",
+		Kind: "mcp_oauth", Secret: []byte("sealed"), KeyID: "k1"})
+	mustOK(e.t, err, "CreateVaultCredential")
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	mustOK(e.t, e.s.AnnounceCredentialRefreshFailed(e.ctx, "vcrd_rf", at), "AnnounceCredentialRefreshFailed")
+	mustErrIs(e.t, e.s.AnnounceCredentialRefreshFailed(e.ctx, "vcrd_none", at), store.ErrNotFound,
+		"AnnounceCredentialRefreshFailed(missing)")
+	ds := e.deliveries(ep.ID)
+	equalStrings(e, "refresh_failed deliveries", deliveryTypes(ds), "vault_credential.refresh_failed/vlt_rf")
+	data := payloadData(e, ds[0])
+	equal(e.t, "data.id", data["id"], "vcrd_rf")
+	equal(e.t, "data.vault_id", data["vault_id"], "vlt_rf")
+	sbSameTime(e.t, "payload time", mustTime(e, ds[0].Payload), at)
 }
