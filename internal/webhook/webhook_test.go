@@ -360,3 +360,42 @@ func TestRefusedEventTypes(t *testing.T) {
 		}
 	}
 }
+
+// The delivery loop prunes final deliveries older than the retention
+// (at start and every PruneInterval); newer ones stay.
+func TestLoopPrunesPastRetention(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	ep, err := st.CreateWebhookEndpoint(ctx, &store.WebhookEndpoint{TenantID: tenant, URL: "https://h.example.com",
+		EventTypes: []string{store.WebhookSessionStatusIdled}, Secret: newSecret()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newSession(t, st, "sesn_prune")
+	appendTypes(t, st, "sesn_prune", "session.status_idle", "session.status_idle")
+	ds, err := st.ListWebhookDeliveries(ctx, store.ListWebhookDeliveriesParams{EndpointID: ep.ID})
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("deliveries: %d %v", len(ds), err)
+	}
+	now := time.Now()
+	for i, at := range []time.Time{now.Add(-2 * time.Hour), now} {
+		if _, err := st.FinishWebhookAttempt(ctx, store.WebhookAttempt{ID: ds[i].ID, Delivered: true, At: at, NextAttemptAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(t, Config{Store: st, Retention: time.Hour, PruneInterval: 10 * time.Millisecond})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := st.GetWebhookDelivery(ctx, ds[0].ID)
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivery past the retention is still there: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := st.GetWebhookDelivery(ctx, ds[1].ID); err != nil {
+		t.Fatalf("the delivery within the retention: %v", err)
+	}
+}
