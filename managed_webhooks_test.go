@@ -186,3 +186,71 @@ func TestWebhooksDeliverAgentAndEnvironmentLifecycle(t *testing.T) {
 		t.Fatalf("session webhooks: %s", got)
 	}
 }
+
+// Vault, credential, memory store and session update writes made through
+// the SDK are delivered, in the SDK's payload shapes (a credential's names
+// its vault), in order per resource.
+func TestWebhooksDeliverVaultMemoryStoreAndSessionUpdate(t *testing.T) {
+	ctx := context.Background()
+	d := daemontest.Start(t, func(c *config.Config) { c.Webhooks.AllowLoopback = true })
+	key := tenantKey(t, d, "a")
+	ak := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(key))
+	rcv, url := newHookReceiver(t, 0)
+	hook, err := ak.Webhooks.Create(ctx, agentkernel.WebhookCreateParams{URL: url, EventTypes: []string{
+		"vault.created", "vault.archived", "vault.deleted",
+		"vault_credential.created", "vault_credential.archived", "vault_credential.deleted",
+		"memory_store.created", "memory_store.archived", "memory_store.deleted", "session.updated"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sdkClient(d, key)
+	v, err := c.Beta.Vaults.New(ctx, anthropic.BetaVaultNewParams{DisplayName: "hooks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, err := c.Beta.Vaults.Credentials.New(ctx, v.ID, anthropic.BetaVaultCredentialNewParams{Auth: anthropic.BetaVaultCredentialNewParamsAuthUnion{
+		OfStaticBearer: &anthropic.BetaManagedAgentsStaticBearerCreateParams{Type: "static_bearer", Token: "t", MCPServerURL: "https://x.example.com"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Beta.Vaults.Archive(ctx, v.ID, anthropic.BetaVaultArchiveParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Beta.Vaults.Delete(ctx, v.ID, anthropic.BetaVaultDeleteParams{}); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := c.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "hooks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Beta.MemoryStores.Archive(ctx, ms.ID, anthropic.BetaMemoryStoreArchiveParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Beta.MemoryStores.Delete(ctx, ms.ID, anthropic.BetaMemoryStoreDeleteParams{}); err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, c, newAgent(t, c, "a").ID, newEnv(t, c, "e").ID)
+	if _, err := c.Beta.Sessions.Update(ctx, s.ID, anthropic.BetaSessionUpdateParams{Title: anthropic.String("t")}); err != nil {
+		t.Fatal(err)
+	}
+	per := map[string][]string{}
+	for _, ev := range rcv.events(t, hook.Secret, 10) {
+		what := ev.Data.Type
+		if ev.Data.VaultID != "" {
+			what += "@" + ev.Data.VaultID
+		}
+		per[ev.Data.ID] = append(per[ev.Data.ID], what)
+	}
+	if got := strings.Join(per[v.ID], " "); got != "vault.created vault.archived vault.deleted" {
+		t.Fatalf("vault webhooks: %s", got)
+	}
+	if got, want := strings.Join(per[cr.ID], " "), strings.ReplaceAll("vault_credential.created@V vault_credential.archived@V vault_credential.deleted@V", "V", v.ID); got != want {
+		t.Fatalf("credential webhooks: %s, want %s", got, want)
+	}
+	if got := strings.Join(per[ms.ID], " "); got != "memory_store.created memory_store.archived memory_store.deleted" {
+		t.Fatalf("memory store webhooks: %s", got)
+	}
+	if got := strings.Join(per[s.ID], " "); got != "session.updated" {
+		t.Fatalf("session webhooks: %s", got)
+	}
+}

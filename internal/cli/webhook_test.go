@@ -22,8 +22,8 @@ func TestWebhookCommands(t *testing.T) {
 	d := daemontest.Start(t, func(c *config.Config) { c.Webhooks.AllowLoopback = true })
 	run := inProcess(t, d)
 
-	_, stderr := run(1, "webhook", "create", rcv.URL, "--event", "vault.created")
-	if !strings.Contains(stderr, "vault.created not supported yet") {
+	_, stderr := run(1, "webhook", "create", rcv.URL, "--event", "agent.deleted")
+	if !strings.Contains(stderr, "agent.deleted not supported yet") {
 		t.Fatalf("unsupported type: %s", stderr)
 	}
 	out, _ := run(0, "webhook", "create", rcv.URL, "--event", "environment.created", "--description", "cli")

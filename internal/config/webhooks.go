@@ -31,6 +31,10 @@ type WebhooksConfig struct {
 	// AllowLoopback lets deliveries reach loopback addresses (off by
 	// default).
 	AllowLoopback bool `toml:"allow_loopback"`
+	// Retention is how long a final delivery (delivered, or dead after
+	// its last attempt) is kept; older ones are deleted (pending ones
+	// always stay).
+	Retention Duration `toml:"retention"`
 }
 
 // DefaultWebhooks returns the defaults.
@@ -42,6 +46,7 @@ func DefaultWebhooks() WebhooksConfig {
 		Timeout:      Duration(10 * time.Second),
 		PollInterval: Duration(time.Second),
 		Concurrency:  16,
+		Retention:    Duration(7 * 24 * time.Hour),
 	}
 }
 
@@ -65,6 +70,7 @@ func (c *Config) validateWebhooks() []error {
 		{"backoff_max", &w.BackoffMax, def.BackoffMax, time.Millisecond, 7 * 24 * time.Hour},
 		{"timeout", &w.Timeout, def.Timeout, 100 * time.Millisecond, 5 * time.Minute},
 		{"poll_interval", &w.PollInterval, def.PollInterval, time.Millisecond, time.Hour},
+		{"retention", &w.Retention, def.Retention, time.Minute, 10 * 365 * 24 * time.Hour},
 	} {
 		if *d.v == 0 {
 			*d.v = d.def

@@ -16,6 +16,7 @@ func TestWebhooksValidationNamesTheField(t *testing.T) {
 		{func(w *WebhooksConfig) { w.Timeout = Duration(time.Hour) }, "webhooks.timeout"},
 		{func(w *WebhooksConfig) { w.BackoffBase, w.BackoffMax = Duration(time.Minute), Duration(time.Second) }, "webhooks.backoff_max"},
 		{func(w *WebhooksConfig) { w.AllowedHosts = []string{"ok.example.com", "https://x/y"} }, "webhooks.allowed_hosts[1]"},
+		{func(w *WebhooksConfig) { w.Retention = Duration(time.Second) }, "webhooks.retention"},
 	} {
 		cfg := Default()
 		cfg.Home = t.TempDir()
@@ -31,7 +32,7 @@ func TestWebhooksValidationNamesTheField(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Webhooks.MaxAttempts != 8 || cfg.Webhooks.BackoffBase.D() != time.Second {
+	if cfg.Webhooks.MaxAttempts != 8 || cfg.Webhooks.BackoffBase.D() != time.Second || cfg.Webhooks.Retention.D() != 7*24*time.Hour {
 		t.Fatalf("zero values did not take the defaults: %+v", cfg.Webhooks)
 	}
 }

@@ -22,5 +22,6 @@ func newWebhooks(cfg config.Config, st store.Store, log *slog.Logger) *webhook.S
 		Concurrency:   int(w.Concurrency),
 		AllowedHosts:  cfg.WebhookHosts(),
 		AllowLoopback: w.AllowLoopback,
+		Retention:     w.Retention.D(),
 	})
 }

@@ -282,6 +282,7 @@ func (s *Service) UpdateSession(ctx context.Context, tenantID, id string, in Obj
 			return err
 		}
 		ms.Doc = MustJSON(d)
+		ms.ClientUpdate = true // announced as session.updated with the write
 		return nil
 	})
 	if err != nil {

@@ -74,9 +74,13 @@ type ManagedSession struct {
 	// InterruptPending: the session's interrupt flag is set (read only;
 	// SessionStore's interrupt methods check and clear it).
 	InterruptPending bool
-	Version          int64
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// ClientUpdate marks an UpdateManagedSession that is a client's update
+	// (POST /v1/sessions/{id}): the write announces session.updated in its
+	// transaction (the runtime's own writes announce nothing). Not stored.
+	ClientUpdate bool
+	Version      int64
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // EventUserInterrupt is the event type whose append also sets the

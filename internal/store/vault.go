@@ -82,4 +82,9 @@ type VaultStore interface {
 	ListCredentialsNotUnderKey(ctx context.Context, keyID, afterID string, limit int) ([]*VaultCredential, error)
 	ArchiveVaultCredential(ctx context.Context, id string, at time.Time) (*VaultCredential, error)
 	DeleteVaultCredential(ctx context.Context, id string) error
+	// AnnounceCredentialRefreshFailed writes the outbox rows of
+	// vault_credential.refresh_failed for the credential (a failed refresh
+	// changes no row: the announcement is all it writes). A missing
+	// credential → ErrNotFound.
+	AnnounceCredentialRefreshFailed(ctx context.Context, id string, at time.Time) error
 }

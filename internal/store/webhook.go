@@ -107,6 +107,10 @@ type WebhookStore interface {
 	// RedeliverWebhookDelivery makes a delivery pending and due at now with
 	// its attempts reset, whatever its state.
 	RedeliverWebhookDelivery(ctx context.Context, id string, now time.Time) (*WebhookDelivery, error)
+	// PruneWebhookDeliveries deletes up to limit final deliveries
+	// (delivered or dead) whose last attempt ended before before, oldest
+	// first, and returns how many it deleted. Pending ones always stay.
+	PruneWebhookDeliveries(ctx context.Context, before time.Time, limit int) (int64, error)
 	// SetWebhookNotify registers fn, called after each commit that wrote
 	// outbox rows (an in-process wake-up for the delivery loop).
 	SetWebhookNotify(fn func())
@@ -139,6 +143,28 @@ const (
 	WebhookDeploymentRunStarted     = "deployment_run.started"
 	WebhookDeploymentRunSucceeded   = "deployment_run.succeeded"
 	WebhookDeploymentRunFailed      = "deployment_run.failed"
+	// The session's primary thread opened a thread, or one of its threads
+	// went idle or terminated (multi-agent): data.id is the session,
+	// data.session_thread_id the thread.
+	WebhookSessionThreadCreated    = "session.thread_created"
+	WebhookSessionThreadIdled      = "session.thread_idled"
+	WebhookSessionThreadTerminated = "session.thread_terminated"
+	// A client updated the session (POST /v1/sessions/{id}).
+	WebhookSessionUpdated = "session.updated"
+	WebhookVaultCreated   = "vault.created"
+	WebhookVaultArchived  = "vault.archived"
+	WebhookVaultDeleted   = "vault.deleted"
+	// Credential payloads carry data.vault_id; a vault's archive and delete
+	// announce each credential they archive or delete first.
+	WebhookVaultCredentialCreated  = "vault_credential.created"
+	WebhookVaultCredentialArchived = "vault_credential.archived"
+	WebhookVaultCredentialDeleted  = "vault_credential.deleted"
+	// A refresh of an OAuth credential's access token failed (the token
+	// endpoint refused it or could not be reached).
+	WebhookVaultCredentialRefreshFailed = "vault_credential.refresh_failed"
+	WebhookMemoryStoreCreated           = "memory_store.created"
+	WebhookMemoryStoreArchived          = "memory_store.archived"
+	WebhookMemoryStoreDeleted           = "memory_store.deleted"
 )
 
 // WebhookEventTypes is every type an endpoint may subscribe to.
@@ -150,6 +176,11 @@ var WebhookEventTypes = []string{
 	WebhookEnvironmentCreated, WebhookEnvironmentUpdated, WebhookEnvironmentArchived, WebhookEnvironmentDeleted,
 	WebhookDeploymentCreated, WebhookDeploymentUpdated, WebhookDeploymentPaused, WebhookDeploymentUnpaused,
 	WebhookDeploymentArchived, WebhookDeploymentRunStarted, WebhookDeploymentRunSucceeded, WebhookDeploymentRunFailed,
+	WebhookSessionThreadCreated, WebhookSessionThreadIdled, WebhookSessionThreadTerminated, WebhookSessionUpdated,
+	WebhookVaultCreated, WebhookVaultArchived, WebhookVaultDeleted,
+	WebhookVaultCredentialCreated, WebhookVaultCredentialArchived, WebhookVaultCredentialDeleted,
+	WebhookVaultCredentialRefreshFailed,
+	WebhookMemoryStoreCreated, WebhookMemoryStoreArchived, WebhookMemoryStoreDeleted,
 }
 
 // DeploymentChangeWebhook is the webhook type announcing a deployment's
@@ -186,26 +217,55 @@ var sessionEventWebhooks = map[string]string{
 	// An outcome's evaluation ended (its verdict is in the session's
 	// outcome_evaluations).
 	"span.outcome_evaluation_end": WebhookSessionOutcomeEvaluated,
+	// The primary thread's log records its threads' lives.
+	"session.thread_created":           WebhookSessionThreadCreated,
+	"session.thread_status_idle":       WebhookSessionThreadIdled,
+	"session.thread_status_terminated": WebhookSessionThreadTerminated,
 }
 
-// WebhookTypeOfEvent is the webhook type a session event announces ("" none).
-func WebhookTypeOfEvent(eventType string) string { return sessionEventWebhooks[eventType] }
+// WebhookOfEvent is the webhook type a session event announces ("" none)
+// and the fields its payload's data carries besides the common ones: a
+// thread event's session_thread_id, read from the event's data (a thread
+// event without one announces nothing: its payload could not name the
+// thread).
+func WebhookOfEvent(ev SessionEvent) (string, map[string]string) {
+	t := sessionEventWebhooks[ev.Type]
+	switch t {
+	case "":
+		return "", nil
+	case WebhookSessionThreadCreated, WebhookSessionThreadIdled, WebhookSessionThreadTerminated:
+		var d struct {
+			ThreadID string `json:"session_thread_id"`
+		}
+		if json.Unmarshal(ev.Data, &d) != nil || d.ThreadID == "" {
+			return "", nil
+		}
+		return t, map[string]string{"session_thread_id": d.ThreadID}
+	}
+	return t, nil
+}
 
 // WebhookWorkspaceID is the workspace_id of every payload: a tenant is
 // agentkernel's only scope, and organization_id carries it.
 const WebhookWorkspaceID = "default"
 
 // WebhookPayload is the body of one webhook event in the SDK's
-// UnwrapWebhookEvent shape.
-func WebhookPayload(eventID, webhookType, resourceID, tenantID string, at time.Time) json.RawMessage {
+// UnwrapWebhookEvent shape. extra holds the data fields of the type's
+// BetaWebhook*EventData beyond id, type, organization_id and workspace_id
+// (session_thread_id, vault_id); the payload is stored in the outbox row,
+// so they travel with it.
+func WebhookPayload(eventID, webhookType, resourceID, tenantID string, at time.Time, extra map[string]string) json.RawMessage {
+	data := map[string]string{}
+	for k, v := range extra {
+		data[k] = v
+	}
+	data["id"], data["type"] = resourceID, webhookType
+	data["organization_id"], data["workspace_id"] = tenantID, WebhookWorkspaceID
 	b, _ := json.Marshal(map[string]any{
 		"id":         eventID,
 		"type":       "event",
 		"created_at": at.UTC().Format(time.RFC3339Nano),
-		"data": map[string]string{
-			"id": resourceID, "type": webhookType,
-			"organization_id": tenantID, "workspace_id": WebhookWorkspaceID,
-		},
+		"data":       data,
 	})
 	return b
 }

@@ -129,6 +129,7 @@ func (s *Service) Refresh(ctx context.Context, credentialID string, force bool) 
 		}
 		tok, err := s.exchange(ctx, c.ID, *doc.Auth.Refresh, sec)
 		if err != nil {
+			s.announceFailure(ctx, c.ID, err)
 			return nil, err
 		}
 		out, outSec, err := s.storeTokens(ctx, c, tok)
@@ -143,6 +144,20 @@ func (s *Service) Refresh(ctx context.Context, credentialID string, force bool) 
 	}
 	r := v.(refreshed)
 	return r.c, r.sec, nil
+}
+
+// announceFailure announces a refresh the token endpoint refused or that
+// could not reach it (vault_credential.refresh_failed). The refresh's own
+// error is what the caller sees; an announcement that could not be written
+// is logged.
+func (s *Service) announceFailure(ctx context.Context, credentialID string, err error) {
+	var re *RefreshError
+	if !errors.As(err, &re) || re.Status != RefreshFailed && re.Status != RefreshConnectError {
+		return
+	}
+	if err := s.st.AnnounceCredentialRefreshFailed(ctx, credentialID, s.now()); err != nil {
+		s.log.Warn("vault: announce a failed refresh", "credential", credentialID, "err", err)
+	}
 }
 
 type tokens struct {

@@ -200,3 +200,63 @@ func BenchmarkEnvCredentials(b *testing.B) {
 		})
 	}
 }
+
+// A refresh the token endpoint refuses, or that cannot reach it, is
+// announced (vault_credential.refresh_failed, naming the credential and its
+// vault); a successful refresh is not.
+func TestRefreshFailureIsAnnounced(t *testing.T) {
+	ctx := context.Background()
+	svc, st, _ := newService(t, nil)
+	var refuse atomic.Bool
+	ep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if refuse.Load() {
+			w.WriteHeader(400)
+			fmt.Fprint(w, `{"error":"invalid_grant"}`)
+			return
+		}
+		fmt.Fprint(w, `{"access_token":"new-access","expires_in":600}`)
+	}))
+	defer ep.Close()
+	hook, err := st.CreateWebhookEndpoint(ctx, &store.WebhookEndpoint{TenantID: "tnt", URL: "https://h.example.com",
+		EventTypes: []string{store.WebhookVaultCredentialRefreshFailed}, Secret: "whsec_c2VjcmV0Cg=="})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateVault(ctx, &store.Vault{ID: "vlt_1", TenantID: "tnt"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := svc.Create(ctx, "tnt", "vlt_1", vault.Doc{Auth: vault.Auth{Type: vault.KindMCPOAuth, MCPServerURL: "https://m.example.com",
+		Refresh: &vault.Refresh{TokenEndpoint: ep.URL, ClientID: "cid", TokenEndpointAuth: vault.AuthNone}}},
+		vault.Secrets{AccessToken: "old-access", RefreshToken: "rt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliveries := func() []*store.WebhookDelivery {
+		ds, err := st.ListWebhookDeliveries(ctx, store.ListWebhookDeliveriesParams{EndpointID: hook.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	if _, _, err := svc.Refresh(ctx, c.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if ds := deliveries(); len(ds) != 0 {
+		t.Fatalf("a successful refresh was announced: %d deliveries", len(ds))
+	}
+	refuse.Store(true)
+	if _, _, err := svc.Refresh(ctx, c.ID, true); err == nil {
+		t.Fatal("a refused refresh succeeded")
+	}
+	ds := deliveries()
+	if len(ds) != 1 || ds[0].EventType != store.WebhookVaultCredentialRefreshFailed {
+		t.Fatalf("after a refused refresh: %d deliveries, want one refresh_failed", len(ds))
+	}
+	var body struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := json.Unmarshal(ds[0].Payload, &body); err != nil || body.Data["id"] != c.ID || body.Data["vault_id"] != "vlt_1" {
+		t.Fatalf("payload %s: %v", ds[0].Payload, err)
+	}
+}

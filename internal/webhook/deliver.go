@@ -64,7 +64,12 @@ func (s *Service) loop(ctx context.Context) {
 			<-finished
 		}
 	}()
+	var nextPrune time.Time
 	for {
+		if now := s.cfg.Clock.Now(); !now.Before(nextPrune) {
+			s.prune(ctx, now)
+			nextPrune = now.Add(s.cfg.PruneInterval)
+		}
 		if free := s.cfg.Concurrency - inflight; free > 0 {
 			ds, err := s.st.ClaimWebhookDeliveries(ctx, store.ClaimWebhookParams{Now: s.cfg.Clock.Now(),
 				Lease: s.lease(), Limit: free})
@@ -97,6 +102,31 @@ func (s *Service) loop(ctx context.Context) {
 			inflight--
 		case <-s.cfg.Clock.After(s.cfg.PollInterval):
 		}
+	}
+}
+
+// pruneBatch bounds one prune statement (a sweep runs them until one
+// deletes fewer).
+const pruneBatch = 1000
+
+// prune deletes the final deliveries older than the retention.
+func (s *Service) prune(ctx context.Context, now time.Time) {
+	var total int64
+	for {
+		n, err := s.st.PruneWebhookDeliveries(ctx, now.Add(-s.cfg.Retention), pruneBatch)
+		total += n
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.WarnContext(ctx, "prune webhook deliveries", "err", err)
+			}
+			break
+		}
+		if n < pruneBatch || ctx.Err() != nil {
+			break
+		}
+	}
+	if total > 0 {
+		s.log.InfoContext(ctx, "pruned webhook deliveries", "deleted", total, "retention", s.cfg.Retention)
 	}
 }
 

@@ -57,6 +57,9 @@ type Config struct {
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Jitter returns a number in [0, 1) (default: crypto random).
 	Jitter func() float64
+	// Retention: final deliveries (delivered, or dead) whose last attempt
+	// is older are deleted, a sweep every PruneInterval (and at Start).
+	Retention, PruneInterval time.Duration
 	// Attempted, when set, receives each delivery as an attempt left it
 	// (a test signal; sent without blocking the loop for long).
 	Attempted chan<- *store.WebhookDelivery
@@ -70,6 +73,10 @@ const (
 	DefaultTimeout      = 10 * time.Second
 	DefaultPollInterval = time.Second
 	DefaultConcurrency  = 16
+	DefaultRetention    = 7 * 24 * time.Hour
+	// DefaultPruneInterval: deliveries outlive their retention by at most
+	// this much.
+	DefaultPruneInterval = time.Hour
 	// MaxEndpoints bounds a tenant's endpoints.
 	MaxEndpoints = 20
 	// maxURLLen and maxDescription bound registration fields.
@@ -110,6 +117,12 @@ func New(cfg Config) *Service {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.PruneInterval <= 0 {
+		cfg.PruneInterval = DefaultPruneInterval
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -231,8 +232,8 @@ func TestRegistrationValidation(t *testing.T) {
 		p    CreateParams
 		want string
 	}{
-		{CreateParams{URL: "https://h.example.com", EventTypes: []string{"agent.deleted", "session.status_idled", "vault.created"}},
-			"agent.deleted, vault.created not supported yet"},
+		{CreateParams{URL: "https://h.example.com", EventTypes: []string{"agent.deleted", "session.status_idled", "session.pending"}},
+			"agent.deleted, session.pending not supported yet"},
 		{CreateParams{URL: "https://h.example.com", EventTypes: []string{"session.nope"}}, `"event_types[0]": "session.nope" is not a webhook event type`},
 		{CreateParams{URL: "https://h.example.com"}, `"event_types": at least one`},
 		{CreateParams{URL: "ftp://h.example.com", EventTypes: []string{"session.created"}}, `"url"`},
@@ -323,3 +324,78 @@ func TestBackoffGrowsWithJitterAndCaps(t *testing.T) {
 }
 
 var _ = strconv.Itoa
+
+// The SDK's types agentkernel does not produce are exactly these, each
+// refused at registration; every type it produces is one of the SDK's.
+// agent.deleted, deployment.deleted: there is no delete of an agent or a
+// deployment. session.pending/running/idled/requires_action: their
+// meaning beside the session.status_* types is not the SDK's to tell.
+// session.budget_reached: no budget is accepted. user_profile.*: there
+// are no user profiles.
+func TestRefusedEventTypes(t *testing.T) {
+	want := []string{"session.pending", "session.running", "session.idled", "session.requires_action",
+		"agent.deleted", "deployment.deleted", "session.budget_reached",
+		"user_profile.enforcement_action_opened", "user_profile.enforcement_action_resolved"}
+	var refused []string
+	for _, typ := range sdkEventTypes {
+		if !slices.Contains(store.WebhookEventTypes, typ) {
+			refused = append(refused, typ)
+		}
+	}
+	slices.Sort(refused)
+	slices.Sort(want)
+	if !slices.Equal(refused, want) {
+		t.Fatalf("refused types: %v, want %v", refused, want)
+	}
+	for _, typ := range store.WebhookEventTypes {
+		if !slices.Contains(sdkEventTypes, typ) {
+			t.Errorf("%q is produced but is not an SDK webhook type", typ)
+		}
+	}
+	svc := New(Config{Store: openStore(t)})
+	for _, typ := range want {
+		_, err := svc.Create(context.Background(), tenant, CreateParams{URL: "https://h.example.com", EventTypes: []string{typ}})
+		if !isStatus(err, 400) || !strings.Contains(err.Error(), typ+" not supported yet") {
+			t.Errorf("Create(%q): %v, want a 400 not supported yet", typ, err)
+		}
+	}
+}
+
+// The delivery loop prunes final deliveries older than the retention
+// (at start and every PruneInterval); newer ones stay.
+func TestLoopPrunesPastRetention(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	ep, err := st.CreateWebhookEndpoint(ctx, &store.WebhookEndpoint{TenantID: tenant, URL: "https://h.example.com",
+		EventTypes: []string{store.WebhookSessionStatusIdled}, Secret: newSecret()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newSession(t, st, "sesn_prune")
+	appendTypes(t, st, "sesn_prune", "session.status_idle", "session.status_idle")
+	ds, err := st.ListWebhookDeliveries(ctx, store.ListWebhookDeliveriesParams{EndpointID: ep.ID})
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("deliveries: %d %v", len(ds), err)
+	}
+	now := time.Now()
+	for i, at := range []time.Time{now.Add(-2 * time.Hour), now} {
+		if _, err := st.FinishWebhookAttempt(ctx, store.WebhookAttempt{ID: ds[i].ID, Delivered: true, At: at, NextAttemptAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(t, Config{Store: st, Retention: time.Hour, PruneInterval: 10 * time.Millisecond})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := st.GetWebhookDelivery(ctx, ds[0].ID)
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivery past the retention is still there: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := st.GetWebhookDelivery(ctx, ds[1].ID); err != nil {
+		t.Fatalf("the delivery within the retention: %v", err)
+	}
+}

@@ -162,8 +162,16 @@ func (s *Store) UpdateManagedSession(ctx context.Context, m *store.ManagedSessio
 			return mapErr("update session "+m.ID, err)
 		}
 		if tag.RowsAffected() == 1 {
-			if out, err = getManagedSession(ctx, tx, m.ID, now); err != nil || !archives {
+			if out, err = getManagedSession(ctx, tx, m.ID, now); err != nil {
 				return err
+			}
+			if m.ClientUpdate && out.ThreadOf == "" {
+				if err := s.lifecycleWebhook(ctx, tx, out.TenantID, out.ID, store.WebhookSessionUpdated, out.UpdatedAt); err != nil {
+					return err
+				}
+			}
+			if !archives {
+				return nil
 			}
 			return s.lifecycleWebhook(ctx, tx, out.TenantID, out.ID, store.WebhookSessionArchived, *out.ArchivedAt)
 		}

@@ -97,14 +97,22 @@ func (s *Store) CreateMemoryStore(ctx context.Context, m *store.MemoryStore) (*s
 	if in.UpdatedAt.IsZero() {
 		in.UpdatedAt = in.CreatedAt
 	}
-	out, err := scanMemStore(s.pool.QueryRow(ctx, `INSERT INTO memory_stores (`+memStoreCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+memStoreCols,
-		in.ID, in.TenantID, in.Name, in.Description, metadataJSON(in.Metadata), in.ArchivedAt, in.CreatedAt, in.UpdatedAt))
-	if err != nil {
-		if isUniqueViolation(err) {
-			return nil, fmt.Errorf("create memory store %s: %w", in.ID, store.ErrAlreadyExists)
+	var out *store.MemoryStore
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = scanMemStore(tx.QueryRow(ctx, `INSERT INTO memory_stores (`+memStoreCols+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+memStoreCols,
+			in.ID, in.TenantID, in.Name, in.Description, metadataJSON(in.Metadata), in.ArchivedAt, in.CreatedAt, in.UpdatedAt))
+		if err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("create memory store %s: %w", in.ID, store.ErrAlreadyExists)
+			}
+			return mapErr("create memory store "+in.ID, err)
 		}
-		return nil, mapErr("create memory store "+in.ID, err)
+		return s.lifecycleWebhook(ctx, tx, out.TenantID, out.ID, store.WebhookMemoryStoreCreated, out.CreatedAt)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -149,27 +157,45 @@ func (s *Store) ArchiveMemoryStore(ctx context.Context, id string, at time.Time)
 	if at.IsZero() {
 		at = s.clock()
 	}
-	m, err := scanMemStore(s.pool.QueryRow(ctx, `UPDATE memory_stores SET
-		updated_at = CASE WHEN archived_at IS NULL THEN $2 ELSE updated_at END,
-		archived_at = COALESCE(archived_at, $2)
-		WHERE id = $1 RETURNING `+memStoreCols, id, at))
+	var out *store.MemoryStore
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var live bool
+		if err := tx.QueryRow(ctx, `SELECT archived_at IS NULL FROM memory_stores WHERE id = $1 FOR UPDATE`, id).Scan(&live); err != nil {
+			return mapErr("archive memory store "+id, err)
+		}
+		m, err := scanMemStore(tx.QueryRow(ctx, `UPDATE memory_stores SET
+			updated_at = CASE WHEN archived_at IS NULL THEN $2 ELSE updated_at END,
+			archived_at = COALESCE(archived_at, $2)
+			WHERE id = $1 RETURNING `+memStoreCols, id, at))
+		if err != nil {
+			return mapErr("archive memory store "+id, err)
+		}
+		out = m
+		if !live {
+			return nil // archived before: announced then
+		}
+		return s.lifecycleWebhook(ctx, tx, m.TenantID, m.ID, store.WebhookMemoryStoreArchived, at)
+	})
 	if err != nil {
-		return nil, mapErr("archive memory store "+id, err)
+		return nil, err
 	}
-	return m, nil
+	return out, nil
 }
 
 // DeleteMemoryStore implements store.MemoryStores (memories and versions
 // go by cascade).
 func (s *Store) DeleteMemoryStore(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM memory_stores WHERE id = $1`, id)
-	if err != nil {
-		return mapErr("delete memory store "+id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("memory store %s: %w", id, store.ErrNotFound)
-	}
-	return nil
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var tenant string
+		err := tx.QueryRow(ctx, `DELETE FROM memory_stores WHERE id = $1 RETURNING tenant_id`, id).Scan(&tenant)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("memory store %s: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return mapErr("delete memory store "+id, err)
+		}
+		return s.lifecycleWebhook(ctx, tx, tenant, id, store.WebhookMemoryStoreDeleted, s.clock())
+	})
 }
 
 // lockWritableStore checks that the store exists and takes writes, and

@@ -65,14 +65,21 @@ func (s *Store) CreateVault(ctx context.Context, v *store.Vault) (*store.Vault, 
 	if in.UpdatedAt.IsZero() {
 		in.UpdatedAt = in.CreatedAt
 	}
-	out, err := scanVault(s.pool.QueryRow(ctx, `INSERT INTO vaults
-		(id, tenant_id, doc, archived_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
-		RETURNING `+vaultCols, in.ID, in.TenantID, doc, in.ArchivedAt, in.CreatedAt, in.UpdatedAt))
-	if err != nil {
-		if isUniqueViolation(err) {
-			return nil, fmt.Errorf("create vault %s: %w", in.ID, store.ErrAlreadyExists)
+	var out *store.Vault
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		out, err = scanVault(tx.QueryRow(ctx, `INSERT INTO vaults
+			(id, tenant_id, doc, archived_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+			RETURNING `+vaultCols, in.ID, in.TenantID, doc, in.ArchivedAt, in.CreatedAt, in.UpdatedAt))
+		if err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("create vault %s: %w", in.ID, store.ErrAlreadyExists)
+			}
+			return mapErr("create vault "+in.ID, err)
 		}
-		return nil, mapErr("create vault "+in.ID, err)
+		return s.lifecycleWebhook(ctx, tx, out.TenantID, out.ID, store.WebhookVaultCreated, out.CreatedAt)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -135,6 +142,10 @@ func (s *Store) ArchiveVault(ctx context.Context, id string, at time.Time) (*sto
 	}
 	var out *store.Vault
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var live bool
+		if err := tx.QueryRow(ctx, `SELECT archived_at IS NULL FROM vaults WHERE id = $1 FOR UPDATE`, id).Scan(&live); err != nil {
+			return mapErr("archive vault "+id, err)
+		}
 		v, err := scanVault(tx.QueryRow(ctx, `UPDATE vaults SET
 			updated_at = CASE WHEN archived_at IS NULL THEN $2 ELSE updated_at END,
 			archived_at = COALESCE(archived_at, $2)
@@ -142,26 +153,57 @@ func (s *Store) ArchiveVault(ctx context.Context, id string, at time.Time) (*sto
 		if err != nil {
 			return mapErr("archive vault "+id, err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE vault_credentials SET archived_at = $2, updated_at = $2
-			WHERE vault_id = $1 AND archived_at IS NULL`, id, at); err != nil {
+		creds, err := idsOf(tx.Query(ctx, `UPDATE vault_credentials SET archived_at = $2, updated_at = $2
+			WHERE vault_id = $1 AND archived_at IS NULL RETURNING id`, id, at))
+		if err != nil {
 			return mapErr("archive the credentials of vault "+id, err)
 		}
 		out = v
-		return nil
+		if err := s.credentialWebhooks(ctx, tx, v.TenantID, v.ID, store.WebhookVaultCredentialArchived, creds, at); err != nil {
+			return err
+		}
+		if !live {
+			return nil // archived before: announced then
+		}
+		return s.lifecycleWebhook(ctx, tx, v.TenantID, v.ID, store.WebhookVaultArchived, at)
 	})
 	return out, err
 }
 
-// DeleteVault removes the vault; its credentials go by cascade.
+// DeleteVault removes the vault; its credentials go by cascade, each
+// announced. The vault's row lock keeps a credential from being added
+// between listing them and the delete.
 func (s *Store) DeleteVault(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM vaults WHERE id = $1`, id)
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var tenant string
+		err := tx.QueryRow(ctx, `SELECT tenant_id FROM vaults WHERE id = $1 FOR UPDATE`, id).Scan(&tenant)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("delete vault %s: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return mapErr("delete vault "+id, err)
+		}
+		creds, err := idsOf(tx.Query(ctx, `SELECT id FROM vault_credentials WHERE vault_id = $1 ORDER BY id COLLATE "C"`, id))
+		if err != nil {
+			return mapErr("read the credentials of vault "+id, err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM vaults WHERE id = $1`, id); err != nil {
+			return mapErr("delete vault "+id, err)
+		}
+		at := s.clock()
+		if err := s.credentialWebhooks(ctx, tx, tenant, id, store.WebhookVaultCredentialDeleted, creds, at); err != nil {
+			return err
+		}
+		return s.lifecycleWebhook(ctx, tx, tenant, id, store.WebhookVaultDeleted, at)
+	})
+}
+
+// idsOf reads a one-column result of ids.
+func idsOf(rows pgx.Rows, err error) ([]string, error) {
 	if err != nil {
-		return mapErr("delete vault "+id, err)
+		return nil, err
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("delete vault %s: %w", id, store.ErrNotFound)
-	}
-	return nil
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // CreateVaultCredential inserts a credential into a live vault.
@@ -205,7 +247,7 @@ func (s *Store) CreateVaultCredential(ctx context.Context, c *store.VaultCredent
 			return mapErr("create credential "+in.ID, err)
 		}
 		out = row
-		return nil
+		return s.credentialWebhooks(ctx, tx, row.TenantID, row.VaultID, store.WebhookVaultCredentialCreated, []string{row.ID}, row.CreatedAt)
 	})
 	return out, err
 }
@@ -326,24 +368,57 @@ func (s *Store) ArchiveVaultCredential(ctx context.Context, id string, at time.T
 	if at.IsZero() {
 		at = s.clock()
 	}
-	c, err := scanCredential(s.pool.QueryRow(ctx, `UPDATE vault_credentials SET
-		updated_at = CASE WHEN archived_at IS NULL THEN $2 ELSE updated_at END,
-		archived_at = COALESCE(archived_at, $2)
-		WHERE id = $1 RETURNING `+credentialCols, id, at))
+	var out *store.VaultCredential
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var live bool
+		if err := tx.QueryRow(ctx, `SELECT archived_at IS NULL FROM vault_credentials WHERE id = $1 FOR UPDATE`, id).Scan(&live); err != nil {
+			return mapErr("archive credential "+id, err)
+		}
+		c, err := scanCredential(tx.QueryRow(ctx, `UPDATE vault_credentials SET
+			updated_at = CASE WHEN archived_at IS NULL THEN $2 ELSE updated_at END,
+			archived_at = COALESCE(archived_at, $2)
+			WHERE id = $1 RETURNING `+credentialCols, id, at))
+		if err != nil {
+			return mapErr("archive credential "+id, err)
+		}
+		out = c
+		if !live {
+			return nil // archived before: announced then
+		}
+		return s.credentialWebhooks(ctx, tx, c.TenantID, c.VaultID, store.WebhookVaultCredentialArchived, []string{c.ID}, at)
+	})
 	if err != nil {
-		return nil, mapErr("archive credential "+id, err)
+		return nil, err
 	}
-	return c, nil
+	return out, nil
 }
 
 // DeleteVaultCredential removes the credential.
 func (s *Store) DeleteVaultCredential(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM vault_credentials WHERE id = $1`, id)
-	if err != nil {
-		return mapErr("delete credential "+id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("delete credential %s: %w", id, store.ErrNotFound)
-	}
-	return nil
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var tenant, vaultID string
+		err := tx.QueryRow(ctx, `DELETE FROM vault_credentials WHERE id = $1 RETURNING tenant_id, vault_id`, id).Scan(&tenant, &vaultID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("delete credential %s: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return mapErr("delete credential "+id, err)
+		}
+		return s.credentialWebhooks(ctx, tx, tenant, vaultID, store.WebhookVaultCredentialDeleted, []string{id}, s.clock())
+	})
+}
+
+// AnnounceCredentialRefreshFailed implements store.VaultStore.
+func (s *Store) AnnounceCredentialRefreshFailed(ctx context.Context, id string, at time.Time) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var tenant, vaultID string
+		err := tx.QueryRow(ctx, `SELECT tenant_id, vault_id FROM vault_credentials WHERE id = $1`, id).Scan(&tenant, &vaultID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("credential %s: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return mapErr("read credential "+id, err)
+		}
+		return s.credentialWebhooks(ctx, tx, tenant, vaultID, store.WebhookVaultCredentialRefreshFailed, []string{id}, at)
+	})
 }

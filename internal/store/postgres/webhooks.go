@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -239,6 +240,8 @@ func (s *Store) RedeliverWebhookDelivery(ctx context.Context, id string, now tim
 type webhookEvent struct {
 	typ, resource string
 	at            time.Time
+	// extra: the payload's data fields beyond the common ones.
+	extra map[string]string
 }
 
 // enqueueSessionWebhooks writes the outbox rows of the session events evs
@@ -247,8 +250,8 @@ type webhookEvent struct {
 func (s *Store) enqueueSessionWebhooks(ctx context.Context, tx pgx.Tx, sessionID string, evs []store.SessionEvent) error {
 	var whs []webhookEvent
 	for _, ev := range evs {
-		if t := store.WebhookTypeOfEvent(ev.Type); t != "" {
-			whs = append(whs, webhookEvent{typ: t, resource: sessionID, at: ev.CreatedAt})
+		if t, extra := store.WebhookOfEvent(ev); t != "" {
+			whs = append(whs, webhookEvent{typ: t, resource: sessionID, at: ev.CreatedAt, extra: extra})
 		}
 	}
 	if len(whs) == 0 {
@@ -302,7 +305,7 @@ func (s *Store) writeDeliveries(ctx context.Context, tx pgx.Tx, tenant, orderKey
 			continue
 		}
 		eventID := ids.New("whe")
-		payload := string(store.WebhookPayload(eventID, w.typ, w.resource, tenant, w.at))
+		payload := string(store.WebhookPayload(eventID, w.typ, w.resource, tenant, w.at, w.extra))
 		now := s.clock()
 		for _, ep := range endpoints {
 			if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (id, endpoint_id, tenant_id, event_id,
@@ -321,4 +324,27 @@ func (s *Store) writeDeliveries(ctx context.Context, tx pgx.Tx, tenant, orderKey
 // archived, deleted) in the caller's transaction.
 func (s *Store) lifecycleWebhook(ctx context.Context, tx pgx.Tx, tenant, resource, typ string, at time.Time) error {
 	return s.enqueueWebhooks(ctx, tx, tenant, resource, []webhookEvent{{typ: typ, resource: resource, at: at}})
+}
+
+// credentialWebhooks announces credentials of one vault (ids) with one
+// type, ordered with the vault's own announcements.
+func (s *Store) credentialWebhooks(ctx context.Context, tx pgx.Tx, tenant, vaultID, typ string, ids []string, at time.Time) error {
+	ids = slices.Sorted(slices.Values(ids))
+	whs := make([]webhookEvent, len(ids))
+	for i, id := range ids {
+		whs[i] = webhookEvent{typ: typ, resource: id, at: at, extra: map[string]string{"vault_id": vaultID}}
+	}
+	return s.enqueueWebhooks(ctx, tx, tenant, vaultID, whs)
+}
+
+// PruneWebhookDeliveries implements store.WebhookStore. A final row's
+// updated_at is when its last attempt ended (its delivered_at, when
+// delivered).
+func (s *Store) PruneWebhookDeliveries(ctx context.Context, before time.Time, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries
+		WHERE status <> 'pending' AND updated_at < $1 ORDER BY updated_at LIMIT $2)`, before, limit)
+	if err != nil {
+		return 0, mapErr("prune webhook deliveries", err)
+	}
+	return tag.RowsAffected(), nil
 }

@@ -174,8 +174,16 @@ func (s *Store) UpdateManagedSession(ctx context.Context, m *store.ManagedSessio
 			return fmt.Errorf("sqlite: update session %q: %w", m.ID, err)
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
-			if out, err = getManagedSession(ctx, tx, m.ID, now); err != nil || !archives {
+			if out, err = getManagedSession(ctx, tx, m.ID, now); err != nil {
 				return err
+			}
+			if m.ClientUpdate && out.ThreadOf == "" {
+				if err := s.lifecycleWebhookTx(ctx, tx, out.TenantID, out.ID, store.WebhookSessionUpdated, out.UpdatedAt); err != nil {
+					return err
+				}
+			}
+			if !archives {
+				return nil
 			}
 			return s.lifecycleWebhookTx(ctx, tx, out.TenantID, out.ID, store.WebhookSessionArchived, *out.ArchivedAt)
 		}

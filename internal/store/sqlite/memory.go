@@ -83,15 +83,23 @@ func (s *Store) CreateMemoryStore(ctx context.Context, m *store.MemoryStore) (*s
 	if in.UpdatedAt.IsZero() {
 		in.UpdatedAt = in.CreatedAt
 	}
-	out, err := scanMemStore(s.write.QueryRowContext(ctx, `INSERT INTO memory_stores (`+memStoreCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING `+memStoreCols,
-		in.ID, in.TenantID, in.Name, in.Description, metadataJSON(in.Metadata), nullMicros(in.ArchivedAt),
-		micros(in.CreatedAt), micros(in.UpdatedAt)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("memory store %q: %w", in.ID, store.ErrAlreadyExists)
-	}
+	var out *store.MemoryStore
+	err := s.inTx(ctx, func(tx *wtx) error {
+		var err error
+		out, err = scanMemStore(tx.QueryRowContext(ctx, `INSERT INTO memory_stores (`+memStoreCols+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING `+memStoreCols,
+			in.ID, in.TenantID, in.Name, in.Description, metadataJSON(in.Metadata), nullMicros(in.ArchivedAt),
+			micros(in.CreatedAt), micros(in.UpdatedAt)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("memory store %q: %w", in.ID, store.ErrAlreadyExists)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: create memory store %q: %w", in.ID, err)
+		}
+		return s.lifecycleWebhookTx(ctx, tx, out.TenantID, out.ID, store.WebhookMemoryStoreCreated, out.CreatedAt)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: create memory store %q: %w", in.ID, err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -152,30 +160,47 @@ func (s *Store) ArchiveMemoryStore(ctx context.Context, id string, at time.Time)
 	if at.IsZero() {
 		at = s.timestamp()
 	}
-	m, err := scanMemStore(s.write.QueryRowContext(ctx, `UPDATE memory_stores SET
-		updated_at = CASE WHEN archived_at IS NULL THEN ?1 ELSE updated_at END,
-		archived_at = COALESCE(archived_at, ?1)
-		WHERE id = ?2 RETURNING `+memStoreCols, micros(at), id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("memory store %q: %w", id, store.ErrNotFound)
-	}
+	var out *store.MemoryStore
+	err := s.inTx(ctx, func(tx *wtx) error {
+		var live bool
+		if err := tx.QueryRowContext(ctx, `SELECT archived_at IS NULL FROM memory_stores WHERE id = ?`, id).Scan(&live); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("memory store %q: %w", id, store.ErrNotFound)
+		} else if err != nil {
+			return fmt.Errorf("sqlite: read memory store %q: %w", id, err)
+		}
+		m, err := scanMemStore(tx.QueryRowContext(ctx, `UPDATE memory_stores SET
+			updated_at = CASE WHEN archived_at IS NULL THEN ?1 ELSE updated_at END,
+			archived_at = COALESCE(archived_at, ?1)
+			WHERE id = ?2 RETURNING `+memStoreCols, micros(at), id))
+		if err != nil {
+			return fmt.Errorf("sqlite: archive memory store %q: %w", id, err)
+		}
+		out = m
+		if !live {
+			return nil // archived before: announced then
+		}
+		return s.lifecycleWebhookTx(ctx, tx, m.TenantID, m.ID, store.WebhookMemoryStoreArchived, at)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: archive memory store %q: %w", id, err)
+		return nil, err
 	}
-	return m, nil
+	return out, nil
 }
 
 // DeleteMemoryStore implements store.MemoryStores (memories and versions
 // go by cascade).
 func (s *Store) DeleteMemoryStore(ctx context.Context, id string) error {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM memory_stores WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("sqlite: delete memory store %q: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("memory store %q: %w", id, store.ErrNotFound)
-	}
-	return nil
+	return s.inTx(ctx, func(tx *wtx) error {
+		var tenant string
+		err := tx.QueryRowContext(ctx, `DELETE FROM memory_stores WHERE id = ? RETURNING tenant_id`, id).Scan(&tenant)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("memory store %q: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: delete memory store %q: %w", id, err)
+		}
+		return s.lifecycleWebhookTx(ctx, tx, tenant, id, store.WebhookMemoryStoreDeleted, s.timestamp())
+	})
 }
 
 // writableStore checks, inside a write, that the store exists and takes

@@ -69,15 +69,22 @@ func (s *Store) CreateVault(ctx context.Context, v *store.Vault) (*store.Vault, 
 	if in.UpdatedAt.IsZero() {
 		in.UpdatedAt = in.CreatedAt
 	}
-	out, err := scanVault(s.write.QueryRowContext(ctx, `INSERT INTO vaults
-		(id, tenant_id, doc, archived_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT DO NOTHING RETURNING `+vaultCols,
-		in.ID, in.TenantID, doc, nullMicros(in.ArchivedAt), micros(in.CreatedAt), micros(in.UpdatedAt)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("vault %q: %w", in.ID, store.ErrAlreadyExists)
-	}
+	var out *store.Vault
+	err = s.inTx(ctx, func(tx *wtx) error {
+		out, err = scanVault(tx.QueryRowContext(ctx, `INSERT INTO vaults
+			(id, tenant_id, doc, archived_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT DO NOTHING RETURNING `+vaultCols,
+			in.ID, in.TenantID, doc, nullMicros(in.ArchivedAt), micros(in.CreatedAt), micros(in.UpdatedAt)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("vault %q: %w", in.ID, store.ErrAlreadyExists)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: create vault %q: %w", in.ID, err)
+		}
+		return s.lifecycleWebhookTx(ctx, tx, out.TenantID, out.ID, store.WebhookVaultCreated, out.CreatedAt)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: create vault %q: %w", in.ID, err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -147,36 +154,75 @@ func (s *Store) ArchiveVault(ctx context.Context, id string, at time.Time) (*sto
 	}
 	var out *store.Vault
 	err := s.inTx(ctx, func(tx *wtx) error {
+		var live bool
+		if err := tx.QueryRowContext(ctx, `SELECT archived_at IS NULL FROM vaults WHERE id = ?`, id).Scan(&live); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("vault %q: %w", id, store.ErrNotFound)
+		} else if err != nil {
+			return fmt.Errorf("sqlite: read vault %q: %w", id, err)
+		}
 		v, err := scanVault(tx.QueryRowContext(ctx, `UPDATE vaults SET
 			updated_at = CASE WHEN archived_at IS NULL THEN ?1 ELSE updated_at END,
 			archived_at = COALESCE(archived_at, ?1)
 			WHERE id = ?2 RETURNING `+vaultCols, micros(at), id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("vault %q: %w", id, store.ErrNotFound)
-		}
 		if err != nil {
 			return fmt.Errorf("sqlite: archive vault %q: %w", id, err)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE vault_credentials SET archived_at = ?1, updated_at = ?1
-			WHERE vault_id = ?2 AND archived_at IS NULL`, micros(at), id); err != nil {
+		creds, err := idsOf(tx.QueryContext(ctx, `UPDATE vault_credentials SET archived_at = ?1, updated_at = ?1
+			WHERE vault_id = ?2 AND archived_at IS NULL RETURNING id`, micros(at), id))
+		if err != nil {
 			return fmt.Errorf("sqlite: archive the credentials of vault %q: %w", id, err)
 		}
 		out = v
-		return nil
+		if err := s.credentialWebhooksTx(ctx, tx, v.TenantID, v.ID, store.WebhookVaultCredentialArchived, creds, at); err != nil {
+			return err
+		}
+		if !live {
+			return nil // archived before: announced then
+		}
+		return s.lifecycleWebhookTx(ctx, tx, v.TenantID, v.ID, store.WebhookVaultArchived, at)
 	})
 	return out, err
 }
 
-// DeleteVault implements store.VaultStore (credentials go by cascade).
+// DeleteVault implements store.VaultStore (credentials go by cascade,
+// each announced).
 func (s *Store) DeleteVault(ctx context.Context, id string) error {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM vaults WHERE id = ?`, id)
+	return s.inTx(ctx, func(tx *wtx) error {
+		creds, err := idsOf(tx.QueryContext(ctx, `SELECT id FROM vault_credentials WHERE vault_id = ? ORDER BY id`, id))
+		if err != nil {
+			return fmt.Errorf("sqlite: read the credentials of vault %q: %w", id, err)
+		}
+		var tenant string
+		err = tx.QueryRowContext(ctx, `DELETE FROM vaults WHERE id = ? RETURNING tenant_id`, id).Scan(&tenant)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("vault %q: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: delete vault %q: %w", id, err)
+		}
+		at := s.timestamp()
+		if err := s.credentialWebhooksTx(ctx, tx, tenant, id, store.WebhookVaultCredentialDeleted, creds, at); err != nil {
+			return err
+		}
+		return s.lifecycleWebhookTx(ctx, tx, tenant, id, store.WebhookVaultDeleted, at)
+	})
+}
+
+// idsOf reads a one-column result of ids.
+func idsOf(rows *sql.Rows, err error) ([]string, error) {
 	if err != nil {
-		return fmt.Errorf("sqlite: delete vault %q: %w", id, err)
+		return nil, err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("vault %q: %w", id, store.ErrNotFound)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
 	}
-	return nil
+	return out, rows.Err()
 }
 
 // CreateVaultCredential implements store.VaultStore.
@@ -223,7 +269,7 @@ func (s *Store) CreateVaultCredential(ctx context.Context, c *store.VaultCredent
 			return fmt.Errorf("sqlite: create credential %q: %w", in.ID, err)
 		}
 		out = row
-		return nil
+		return s.credentialWebhooksTx(ctx, tx, row.TenantID, row.VaultID, store.WebhookVaultCredentialCreated, []string{row.ID}, row.CreatedAt)
 	})
 	return out, err
 }
@@ -365,27 +411,59 @@ func (s *Store) ArchiveVaultCredential(ctx context.Context, id string, at time.T
 	if at.IsZero() {
 		at = s.timestamp()
 	}
-	c, err := scanCredential(s.write.QueryRowContext(ctx, `UPDATE vault_credentials SET
-		updated_at = CASE WHEN archived_at IS NULL THEN ?1 ELSE updated_at END,
-		archived_at = COALESCE(archived_at, ?1)
-		WHERE id = ?2 RETURNING `+credentialCols, micros(at), id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("credential %q: %w", id, store.ErrNotFound)
-	}
+	var out *store.VaultCredential
+	err := s.inTx(ctx, func(tx *wtx) error {
+		var live bool
+		if err := tx.QueryRowContext(ctx, `SELECT archived_at IS NULL FROM vault_credentials WHERE id = ?`, id).Scan(&live); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("credential %q: %w", id, store.ErrNotFound)
+		} else if err != nil {
+			return fmt.Errorf("sqlite: read credential %q: %w", id, err)
+		}
+		c, err := scanCredential(tx.QueryRowContext(ctx, `UPDATE vault_credentials SET
+			updated_at = CASE WHEN archived_at IS NULL THEN ?1 ELSE updated_at END,
+			archived_at = COALESCE(archived_at, ?1)
+			WHERE id = ?2 RETURNING `+credentialCols, micros(at), id))
+		if err != nil {
+			return fmt.Errorf("sqlite: archive credential %q: %w", id, err)
+		}
+		out = c
+		if !live {
+			return nil // archived before: announced then
+		}
+		return s.credentialWebhooksTx(ctx, tx, c.TenantID, c.VaultID, store.WebhookVaultCredentialArchived, []string{c.ID}, at)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: archive credential %q: %w", id, err)
+		return nil, err
 	}
-	return c, nil
+	return out, nil
 }
 
 // DeleteVaultCredential implements store.VaultStore.
 func (s *Store) DeleteVaultCredential(ctx context.Context, id string) error {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM vault_credentials WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("sqlite: delete credential %q: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("credential %q: %w", id, store.ErrNotFound)
-	}
-	return nil
+	return s.inTx(ctx, func(tx *wtx) error {
+		var tenant, vaultID string
+		err := tx.QueryRowContext(ctx, `DELETE FROM vault_credentials WHERE id = ? RETURNING tenant_id, vault_id`, id).Scan(&tenant, &vaultID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("credential %q: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: delete credential %q: %w", id, err)
+		}
+		return s.credentialWebhooksTx(ctx, tx, tenant, vaultID, store.WebhookVaultCredentialDeleted, []string{id}, s.timestamp())
+	})
+}
+
+// AnnounceCredentialRefreshFailed implements store.VaultStore.
+func (s *Store) AnnounceCredentialRefreshFailed(ctx context.Context, id string, at time.Time) error {
+	return s.inTx(ctx, func(tx *wtx) error {
+		var tenant, vaultID string
+		err := tx.QueryRowContext(ctx, `SELECT tenant_id, vault_id FROM vault_credentials WHERE id = ?`, id).Scan(&tenant, &vaultID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("credential %q: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: read credential %q: %w", id, err)
+		}
+		return s.credentialWebhooksTx(ctx, tx, tenant, vaultID, store.WebhookVaultCredentialRefreshFailed, []string{id}, at)
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/ids"
@@ -253,6 +254,8 @@ func (s *Store) RedeliverWebhookDelivery(ctx context.Context, id string, now tim
 type webhookEvent struct {
 	typ, resource string
 	at            time.Time
+	// extra: the payload's data fields beyond the common ones.
+	extra map[string]string
 }
 
 // enqueueSessionWebhooksTx writes the outbox rows of the session events
@@ -261,8 +264,8 @@ type webhookEvent struct {
 func (s *Store) enqueueSessionWebhooksTx(ctx context.Context, tx *wtx, sessionID string, evs []store.SessionEvent) error {
 	var whs []webhookEvent
 	for _, ev := range evs {
-		if t := store.WebhookTypeOfEvent(ev.Type); t != "" {
-			whs = append(whs, webhookEvent{typ: t, resource: sessionID, at: ev.CreatedAt})
+		if t, extra := store.WebhookOfEvent(ev); t != "" {
+			whs = append(whs, webhookEvent{typ: t, resource: sessionID, at: ev.CreatedAt, extra: extra})
 		}
 	}
 	if len(whs) == 0 {
@@ -316,7 +319,7 @@ func (s *Store) writeDeliveriesTx(ctx context.Context, tx *wtx, tenant, orderKey
 			continue
 		}
 		eventID := ids.New("whe")
-		payload := string(store.WebhookPayload(eventID, w.typ, w.resource, tenant, w.at))
+		payload := string(store.WebhookPayload(eventID, w.typ, w.resource, tenant, w.at, w.extra))
 		now := micros(s.timestamp())
 		for _, ep := range endpoints {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (id, endpoint_id, tenant_id, event_id,
@@ -335,4 +338,28 @@ func (s *Store) writeDeliveriesTx(ctx context.Context, tx *wtx, tenant, orderKey
 // archived, deleted) in the caller's transaction.
 func (s *Store) lifecycleWebhookTx(ctx context.Context, tx *wtx, tenant, resource, typ string, at time.Time) error {
 	return s.enqueueWebhooksTx(ctx, tx, tenant, resource, []webhookEvent{{typ: typ, resource: resource, at: at}})
+}
+
+// credentialWebhooksTx announces credentials of one vault (ids) with one
+// type, ordered with the vault's own announcements.
+func (s *Store) credentialWebhooksTx(ctx context.Context, tx *wtx, tenant, vaultID, typ string, ids []string, at time.Time) error {
+	ids = slices.Sorted(slices.Values(ids))
+	whs := make([]webhookEvent, len(ids))
+	for i, id := range ids {
+		whs[i] = webhookEvent{typ: typ, resource: id, at: at, extra: map[string]string{"vault_id": vaultID}}
+	}
+	return s.enqueueWebhooksTx(ctx, tx, tenant, vaultID, whs)
+}
+
+// PruneWebhookDeliveries implements store.WebhookStore. A final row's
+// updated_at is when its last attempt ended (its delivered_at, when
+// delivered).
+func (s *Store) PruneWebhookDeliveries(ctx context.Context, before time.Time, limit int) (int64, error) {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries
+		WHERE status <> 'pending' AND updated_at < ? ORDER BY updated_at LIMIT ?)`, micros(before), limit)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: prune webhook deliveries: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
 }

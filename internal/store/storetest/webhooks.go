@@ -15,6 +15,12 @@ var mgWebhookCases = []mgCase{
 	{"AgentAndEnvironmentLifecycle", testWebhookLifecycle},
 	{"SessionArchivedAndDeleted", testWebhookSessionLifecycle},
 	{"DeploymentsAndRuns", testWebhookDeployments},
+	{"SessionThreads", testWebhookSessionThreads},
+	{"SessionUpdated", testWebhookSessionUpdated},
+	{"VaultsAndCredentials", testWebhookVaults},
+	{"CredentialRefreshFailed", testWebhookRefreshFailed},
+	{"MemoryStores", testWebhookMemoryStores},
+	{"Prune", testWebhookPrune},
 }
 
 func (e *mgEnv) endpoint(tenant string, types ...string) *store.WebhookEndpoint {
@@ -293,4 +299,220 @@ func testWebhookDeployments(e *mgEnv) {
 	}
 	equalStrings(e, "announced resources", ids, "depl_wh", "depl_wh", "depl_wh", "depl_wh",
 		"drun_wh1", "drun_wh1", "drun_wh2", "drun_wh2", "depl_wh")
+}
+
+// payloadData is a delivery's payload data.
+func payloadData(e *mgEnv, d *store.WebhookDelivery) map[string]string {
+	e.t.Helper()
+	var body struct {
+		Data map[string]string `json:"data"`
+	}
+	mustOK(e.t, json.Unmarshal(d.Payload, &body), "payload")
+	return body.Data
+}
+
+// A thread's life, recorded in its parent's (the primary thread's) log,
+// is announced on the parent in the append's transaction, the thread's id
+// in data.session_thread_id; the thread's own log announces nothing, and
+// a thread event without a thread id is not announced.
+func testWebhookSessionThreads(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookSessionThreadCreated, store.WebhookSessionThreadIdled,
+		store.WebhookSessionThreadTerminated)
+	parent := e.session(store.ManagedSession{ID: "sesn_coordwh"})
+	th := e.session(store.ManagedSession{ID: "sthr_wh", ThreadOf: parent.ID})
+	thread := func(typ string) store.NewEvent {
+		return store.NewEvent{Type: typ, Data: json.RawMessage(fmt.Sprintf(`{"type":%q,"session_thread_id":%q,"agent_name":"w"}`, typ, th.ID))}
+	}
+	evs, err := e.s.AppendEvents(e.ctx, parent.ID, []store.NewEvent{thread("session.thread_created"),
+		{Type: "agent.thread_message_sent"}, thread("session.thread_status_idle"), thread("session.thread_status_terminated"),
+		{Type: "session.thread_status_idle", Data: json.RawMessage(`{"type":"session.thread_status_idle"}`)}})
+	mustOK(e.t, err, "AppendEvents(parent)")
+	e.appendTypes(th.ID, "session.thread_created", "session.status_idle")
+	ds := e.deliveries(ep.ID)
+	equalStrings(e, "thread deliveries", deliveryTypes(ds), "session.thread_created/sesn_coordwh",
+		"session.thread_idled/sesn_coordwh", "session.thread_terminated/sesn_coordwh")
+	for i, d := range ds {
+		data := payloadData(e, d)
+		equal(e.t, fmt.Sprintf("delivery %d data.id", i), data["id"], parent.ID)
+		equal(e.t, fmt.Sprintf("delivery %d data.session_thread_id", i), data["session_thread_id"], th.ID)
+		equal(e.t, fmt.Sprintf("delivery %d data.type", i), data["type"], d.EventType)
+	}
+	sbSameTime(e.t, "thread_created payload time", mustTime(e, ds[0].Payload), evs[0].CreatedAt)
+
+	// A rejected append (a stored id) rolls its outbox rows back.
+	_, err = e.s.AppendEvents(e.ctx, parent.ID, []store.NewEvent{thread("session.thread_status_idle"),
+		{ID: evs[0].ID, Type: "user.message"}})
+	mustErrIs(e.t, err, store.ErrAlreadyExists, "AppendEvents with a stored id")
+	equal(e.t, "deliveries after a failed append", len(e.deliveries(ep.ID)), 3)
+}
+
+// A client's update (ClientUpdate) announces session.updated in its
+// transaction; the runtime's updates, a stale update and a thread's update
+// announce nothing.
+func testWebhookSessionUpdated(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookSessionUpdated)
+	s := e.session(store.ManagedSession{ID: "sesn_upd"})
+	s.SandboxID = "sbx_x"
+	s, err := e.s.UpdateManagedSession(e.ctx, s)
+	mustOK(e.t, err, "UpdateManagedSession (runtime)")
+	stale := *s
+	s.Doc, s.ClientUpdate = json.RawMessage(`{"title":"t"}`), true
+	s, err = e.s.UpdateManagedSession(e.ctx, s)
+	mustOK(e.t, err, "UpdateManagedSession (client)")
+	equal(e.t, "ClientUpdate is not stored", e.getSession(s.ID).ClientUpdate, false)
+	stale.ClientUpdate = true
+	_, err = e.s.UpdateManagedSession(e.ctx, &stale)
+	mustErrIs(e.t, err, store.ErrVersionMismatch, "UpdateManagedSession with a stale version")
+	th := e.session(store.ManagedSession{ID: "sthr_upd", ThreadOf: s.ID})
+	th.ClientUpdate = true
+	_, err = e.s.UpdateManagedSession(e.ctx, th)
+	mustOK(e.t, err, "UpdateManagedSession (thread)")
+	ds := e.deliveries(ep.ID)
+	equalStrings(e, "session.updated deliveries", deliveryTypes(ds), "session.updated/sesn_upd")
+	sbSameTime(e.t, "session.updated payload time", mustTime(e, ds[0].Payload), s.UpdatedAt)
+}
+
+// Vault and credential writes announce themselves in their transactions;
+// credential payloads name their vault. A vault's archive and delete
+// announce each credential they archive or delete, then the vault; a
+// second archive and a refused write announce nothing.
+func testWebhookVaults(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookVaultCreated, store.WebhookVaultArchived, store.WebhookVaultDeleted,
+		store.WebhookVaultCredentialCreated, store.WebhookVaultCredentialArchived, store.WebhookVaultCredentialDeleted)
+	vault := func(id string) *store.Vault {
+		e.t.Helper()
+		v, err := e.s.CreateVault(e.ctx, &store.Vault{ID: id, TenantID: mgTenant})
+		mustOK(e.t, err, "CreateVault "+id)
+		return v
+	}
+	cred := func(id, vaultID string) {
+		e.t.Helper()
+		_, err := e.s.CreateVaultCredential(e.ctx, &store.VaultCredential{ID: id, TenantID: mgTenant, VaultID: vaultID,
+			Kind: "static_bearer", Secret: []byte("sealed"), KeyID: "k1"})
+		mustOK(e.t, err, "CreateVaultCredential "+id)
+	}
+	a := vault("vlt_a")
+	_, err := e.s.CreateVault(e.ctx, &store.Vault{ID: a.ID, TenantID: mgTenant})
+	mustErrIs(e.t, err, store.ErrAlreadyExists, "CreateVault twice")
+	cred("vcrd_1", a.ID)
+	cred("vcrd_2", a.ID)
+	cred("vcrd_3", a.ID)
+	for range 2 {
+		_, err = e.s.ArchiveVaultCredential(e.ctx, "vcrd_1", time.Time{})
+		mustOK(e.t, err, "ArchiveVaultCredential")
+	}
+	mustOK(e.t, e.s.DeleteVaultCredential(e.ctx, "vcrd_2"), "DeleteVaultCredential")
+	mustErrIs(e.t, e.s.DeleteVaultCredential(e.ctx, "vcrd_2"), store.ErrNotFound, "DeleteVaultCredential twice")
+	for range 2 {
+		_, err = e.s.ArchiveVault(e.ctx, a.ID, time.Time{})
+		mustOK(e.t, err, "ArchiveVault")
+	}
+	_, err = e.s.CreateVaultCredential(e.ctx, &store.VaultCredential{ID: "vcrd_x", TenantID: mgTenant, VaultID: a.ID,
+		Kind: "static_bearer", Secret: []byte("sealed"), KeyID: "k1"})
+	mustErrIs(e.t, err, store.ErrConflict, "CreateVaultCredential in an archived vault")
+	mustOK(e.t, e.s.DeleteVault(e.ctx, a.ID), "DeleteVault")
+	mustErrIs(e.t, e.s.DeleteVault(e.ctx, a.ID), store.ErrNotFound, "DeleteVault twice")
+	b := vault("vlt_b")
+	cred("vcrd_4", b.ID)
+	mustOK(e.t, e.s.DeleteVault(e.ctx, b.ID), "DeleteVault with a live credential")
+	_, err = e.s.CreateVault(e.ctx, &store.Vault{ID: "vlt_other", TenantID: mgOtherTenant})
+	mustOK(e.t, err, "CreateVault (other tenant)")
+
+	ds := e.deliveries(ep.ID)
+	equalStrings(e, "vault deliveries", deliveryTypes(ds),
+		"vault.created/vlt_a", "vault_credential.created/vlt_a", "vault_credential.created/vlt_a",
+		"vault_credential.created/vlt_a", "vault_credential.archived/vlt_a", "vault_credential.deleted/vlt_a",
+		"vault_credential.archived/vlt_a", "vault.archived/vlt_a",
+		"vault_credential.deleted/vlt_a", "vault_credential.deleted/vlt_a", "vault.deleted/vlt_a",
+		"vault.created/vlt_b", "vault_credential.created/vlt_b", "vault_credential.deleted/vlt_b", "vault.deleted/vlt_b")
+	got := make([]string, len(ds))
+	for i, d := range ds {
+		data := payloadData(e, d)
+		got[i] = data["id"] + "@" + data["vault_id"]
+	}
+	equalStrings(e, "announced resources", got, "vlt_a@", "vcrd_1@vlt_a", "vcrd_2@vlt_a", "vcrd_3@vlt_a",
+		"vcrd_1@vlt_a", "vcrd_2@vlt_a", "vcrd_3@vlt_a", "vlt_a@", "vcrd_1@vlt_a", "vcrd_3@vlt_a", "vlt_a@",
+		"vlt_b@", "vcrd_4@vlt_b", "vcrd_4@vlt_b", "vlt_b@")
+}
+
+// Memory store writes announce themselves in their transactions; a second
+// archive and a refused create announce nothing.
+func testWebhookMemoryStores(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookMemoryStoreCreated, store.WebhookMemoryStoreArchived, store.WebhookMemoryStoreDeleted)
+	m, err := e.s.CreateMemoryStore(e.ctx, &store.MemoryStore{ID: "memstore_wh", TenantID: mgTenant, Name: "m"})
+	mustOK(e.t, err, "CreateMemoryStore")
+	_, err = e.s.CreateMemoryStore(e.ctx, &store.MemoryStore{ID: m.ID, TenantID: mgTenant, Name: "m"})
+	mustErrIs(e.t, err, store.ErrAlreadyExists, "CreateMemoryStore twice")
+	for range 2 {
+		_, err = e.s.ArchiveMemoryStore(e.ctx, m.ID, time.Time{})
+		mustOK(e.t, err, "ArchiveMemoryStore")
+	}
+	_, err = e.s.ArchiveMemoryStore(e.ctx, "memstore_none", time.Time{})
+	mustErrIs(e.t, err, store.ErrNotFound, "ArchiveMemoryStore(missing)")
+	mustOK(e.t, e.s.DeleteMemoryStore(e.ctx, m.ID), "DeleteMemoryStore")
+	mustErrIs(e.t, e.s.DeleteMemoryStore(e.ctx, m.ID), store.ErrNotFound, "DeleteMemoryStore twice")
+	equalStrings(e, "memory store deliveries", deliveryTypes(e.deliveries(ep.ID)),
+		"memory_store.created/memstore_wh", "memory_store.archived/memstore_wh", "memory_store.deleted/memstore_wh")
+}
+
+// Pruning deletes final deliveries (delivered, dead) whose last attempt
+// ended before the cutoff, oldest first up to the limit; pending ones,
+// however old, and newer final ones stay.
+func testWebhookPrune(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookSessionStatusIdled)
+	s := e.session(store.ManagedSession{ID: "sesn_prune"})
+	e.appendTypes(s.ID, "session.status_idle", "session.status_idle", "session.status_idle", "session.status_idle",
+		"session.status_idle")
+	ds := e.deliveries(ep.ID)
+	base := time.Now().UTC().Truncate(time.Millisecond)
+	finish := func(d *store.WebhookDelivery, a store.WebhookAttempt) {
+		e.t.Helper()
+		a.ID, a.NextAttemptAt = d.ID, a.At
+		_, err := e.s.FinishWebhookAttempt(e.ctx, a)
+		mustOK(e.t, err, "FinishWebhookAttempt")
+	}
+	finish(ds[0], store.WebhookAttempt{Delivered: true, At: base.Add(-3 * time.Hour)})
+	finish(ds[1], store.WebhookAttempt{Dead: true, Error: "503", At: base.Add(-2 * time.Hour)})
+	finish(ds[2], store.WebhookAttempt{Error: "503", At: base.Add(-4 * time.Hour)}) // pending, retried later
+	finish(ds[3], store.WebhookAttempt{Delivered: true, At: base})                  // within the retention
+	// ds[4] was never attempted (pending).
+	n, err := e.s.PruneWebhookDeliveries(e.ctx, base.Add(-time.Hour), 1)
+	mustOK(e.t, err, "PruneWebhookDeliveries (limit 1)")
+	equal(e.t, "pruned with limit 1", n, int64(1))
+	_, err = e.s.GetWebhookDelivery(e.ctx, ds[0].ID)
+	mustErrIs(e.t, err, store.ErrNotFound, "the oldest final delivery after pruning")
+	n, err = e.s.PruneWebhookDeliveries(e.ctx, base.Add(-time.Hour), 100)
+	mustOK(e.t, err, "PruneWebhookDeliveries")
+	equal(e.t, "pruned", n, int64(1))
+	left := e.deliveries(ep.ID)
+	got := make([]string, len(left))
+	for i, d := range left {
+		got[i] = d.ID
+	}
+	equalStrings(e, "deliveries left", got, ds[2].ID, ds[3].ID, ds[4].ID)
+	n, err = e.s.PruneWebhookDeliveries(e.ctx, base.Add(-time.Hour), 100)
+	mustOK(e.t, err, "PruneWebhookDeliveries again")
+	equal(e.t, "pruned again", n, int64(0))
+}
+
+// A failed refresh changes no row: its announcement is the whole write,
+// naming the credential and its vault; a missing credential announces
+// nothing.
+func testWebhookRefreshFailed(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookVaultCredentialRefreshFailed)
+	_, err := e.s.CreateVault(e.ctx, &store.Vault{ID: "vlt_rf", TenantID: mgTenant})
+	mustOK(e.t, err, "CreateVault")
+	_, err = e.s.CreateVaultCredential(e.ctx, &store.VaultCredential{ID: "vcrd_rf", TenantID: mgTenant, VaultID: "vlt_rf",
+		Kind: "mcp_oauth", Secret: []byte("sealed"), KeyID: "k1"})
+	mustOK(e.t, err, "CreateVaultCredential")
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	mustOK(e.t, e.s.AnnounceCredentialRefreshFailed(e.ctx, "vcrd_rf", at), "AnnounceCredentialRefreshFailed")
+	mustErrIs(e.t, e.s.AnnounceCredentialRefreshFailed(e.ctx, "vcrd_none", at), store.ErrNotFound,
+		"AnnounceCredentialRefreshFailed(missing)")
+	ds := e.deliveries(ep.ID)
+	equalStrings(e, "refresh_failed deliveries", deliveryTypes(ds), "vault_credential.refresh_failed/vlt_rf")
+	data := payloadData(e, ds[0])
+	equal(e.t, "data.id", data["id"], "vcrd_rf")
+	equal(e.t, "data.vault_id", data["vault_id"], "vlt_rf")
+	sbSameTime(e.t, "payload time", mustTime(e, ds[0].Payload), at)
 }
