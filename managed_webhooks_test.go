@@ -254,3 +254,60 @@ func TestWebhooksDeliverVaultMemoryStoreAndSessionUpdate(t *testing.T) {
 		t.Fatalf("session webhooks: %s", got)
 	}
 }
+
+// A coordinator's thread is announced on its session: thread_created when
+// the coordinator opens it, thread_idled when its turn ends, each with
+// the session's id and the thread's.
+func TestWebhooksDeliverSessionThreads(t *testing.T) {
+	ctx := context.Background()
+	fake := anthropictest.New(t, func(r anthropictest.Request) anthropictest.Turn {
+		for _, tool := range r.Tools {
+			if strings.Contains(string(tool), `"create_thread"`) {
+				if r.AssistantTurns() == 0 {
+					return anthropictest.Turn{ToolUses: []anthropictest.ToolUse{{Name: "create_thread",
+						Input: map[string]any{"agent": "worker", "message": "look"}}}}
+				}
+				return anthropictest.Turn{Text: "coordinated"}
+			}
+		}
+		return anthropictest.Turn{Text: "looked"}
+	})
+	d := daemontest.Start(t, func(c *config.Config) {
+		c.Models = map[string]config.ModelConfig{"claude-*": {Provider: config.ProviderAnthropic, BaseURL: fake.URL, APIKey: "sk-fake"}}
+		c.Webhooks.AllowLoopback = true
+		c.Webhooks.BackoffBase, c.Webhooks.BackoffMax = config.Duration(time.Millisecond), config.Duration(10*time.Millisecond)
+	})
+	key := tenantKey(t, d, "a")
+	ak := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(key))
+	rcv, url := newHookReceiver(t, 0)
+	hook, err := ak.Webhooks.Create(ctx, agentkernel.WebhookCreateParams{URL: url, EventTypes: []string{
+		"session.thread_created", "session.thread_idled"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sdkClient(d, key)
+	worker := newAgent(t, c, "worker")
+	coord, err := c.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{Name: "coordinator",
+		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-5"},
+		Multiagent: anthropic.BetaManagedAgentsMultiagentParamsOfCoordinator([]anthropic.BetaManagedAgentsMultiagentRosterEntryParamsUnion{
+			{OfString: anthropic.String(worker.ID)}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, c, coord.ID, newEnv(t, c, "e").ID)
+	if _, err := c.Beta.Sessions.Events.Send(ctx, s.ID, anthropic.BetaSessionEventSendParams{
+		Events: []anthropic.BetaManagedAgentsEventParamsUnion{userText("delegate")}}); err != nil {
+		t.Fatal(err)
+	}
+	evs := rcv.events(t, hook.Secret, 2)
+	var got []string
+	for _, ev := range evs {
+		if ev.Data.ID != s.ID || !strings.HasPrefix(ev.Data.SessionThreadID, "sthr_") || ev.Data.SessionThreadID != evs[0].Data.SessionThreadID {
+			t.Fatalf("webhook %s: want session %s and its thread", ev.RawJSON(), s.ID)
+		}
+		got = append(got, ev.Data.Type)
+	}
+	if strings.Join(got, " ") != "session.thread_created session.thread_idled" {
+		t.Fatalf("webhooks %v", got)
+	}
+}
