@@ -42,9 +42,17 @@ type outcomeEnv struct {
 }
 
 func startOutcomes(t *testing.T) *outcomeEnv {
+	c, _, env := startScripted(t, outcomeScripts)
+	return &outcomeEnv{c: c, env: env}
+}
+
+// startScripted starts a daemon whose models are the scripted provider
+// playing scripts (by model id), and makes an environment; it returns an
+// SDK client on the admin key, the daemon and the environment's id.
+func startScripted(t testing.TB, scripts map[string]map[string]any) (anthropic.Client, *daemontest.Daemon, string) {
 	dir := t.TempDir()
 	models := map[string]config.ModelConfig{}
-	for name, script := range outcomeScripts {
+	for name, script := range scripts {
 		raw, _ := json.Marshal(script)
 		path := filepath.Join(dir, name+".json")
 		if err := os.WriteFile(path, raw, 0o600); err != nil {
@@ -54,11 +62,11 @@ func startOutcomes(t *testing.T) *outcomeEnv {
 	}
 	d := daemontest.Start(t, func(c *config.Config) { c.Models = models })
 	c := anthropic.NewClient(option.WithBaseURL(d.URL), option.WithAPIKey(d.AdminKey), option.WithMaxRetries(0))
-	env, err := c.Beta.Environments.New(context.Background(), anthropic.BetaEnvironmentNewParams{Name: "outcomes"})
+	env, err := c.Beta.Environments.New(context.Background(), anthropic.BetaEnvironmentNewParams{Name: "scripted"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &outcomeEnv{c: c, env: env.ID}
+	return c, d, env.ID
 }
 
 func (e *outcomeEnv) session(t *testing.T, model string) string {

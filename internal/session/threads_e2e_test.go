@@ -4,16 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
 
-	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
 	"github.com/agentkernel/agentkernel/internal/session"
 )
@@ -83,23 +79,8 @@ type threadsEnv struct {
 }
 
 func startThreads(t testing.TB) *threadsEnv {
-	dir := t.TempDir()
-	models := map[string]config.ModelConfig{}
-	for name, script := range threadScripts {
-		raw, _ := json.Marshal(script)
-		path := filepath.Join(dir, name+".json")
-		if err := os.WriteFile(path, raw, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		models[name] = config.ModelConfig{Provider: config.ProviderScripted, File: path}
-	}
-	d := daemontest.Start(t, func(c *config.Config) { c.Models = models })
-	c := anthropic.NewClient(option.WithBaseURL(d.URL), option.WithAPIKey(d.AdminKey), option.WithMaxRetries(0))
-	env, err := c.Beta.Environments.New(context.Background(), anthropic.BetaEnvironmentNewParams{Name: "threads"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &threadsEnv{c: c, d: d, env: env.ID}
+	c, d, env := startScripted(t, threadScripts)
+	return &threadsEnv{c: c, d: d, env: env}
 }
 
 var toolset = []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/packages/pagination"
 )
 
 // event is a session event as the API lists it.
@@ -56,8 +57,13 @@ func send(t testing.TB, c anthropic.Client, sid, text string) {
 // events lists every event of the session, oldest first.
 func events(t testing.TB, c anthropic.Client, sid string) []event {
 	t.Helper()
+	return collectEvents(t, c.Beta.Sessions.Events.ListAutoPaging(context.Background(), sid, anthropic.BetaSessionEventListParams{Limit: anthropic.Int(500)}))
+}
+
+// collectEvents reads every event an autopager yields.
+func collectEvents(t testing.TB, it *pagination.PageCursorAutoPager[anthropic.BetaManagedAgentsSessionEventUnion]) []event {
+	t.Helper()
 	var out []event
-	it := c.Beta.Sessions.Events.ListAutoPaging(context.Background(), sid, anthropic.BetaSessionEventListParams{Limit: anthropic.Int(500)})
 	for it.Next() {
 		ev := it.Current()
 		out = append(out, event{ID: ev.ID, Type: ev.Type, Raw: ev.RawJSON()})

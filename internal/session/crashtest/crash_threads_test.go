@@ -132,16 +132,8 @@ func checkThreadsOnce(t *testing.T, n *node, c anthropic.Client, sid string) {
 // threadEvents lists every event of a session's thread, oldest first.
 func threadEvents(t *testing.T, c anthropic.Client, sid, tid string) []event {
 	t.Helper()
-	var out []event
-	it := c.Beta.Sessions.Threads.Events.ListAutoPaging(context.Background(), tid, anthropic.BetaSessionThreadEventListParams{SessionID: sid, Limit: anthropic.Int(500)})
-	for it.Next() {
-		ev := it.Current()
-		out = append(out, event{ID: ev.ID, Type: ev.Type, Raw: ev.RawJSON()})
-	}
-	if err := it.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return collectEvents(t, c.Beta.Sessions.Threads.Events.ListAutoPaging(context.Background(), tid,
+		anthropic.BetaSessionThreadEventListParams{SessionID: sid, Limit: anthropic.Int(500)}))
 }
 
 // TestKillMidThread: the daemon dies while a thread's tool call runs in
