@@ -379,3 +379,74 @@ func TestThreadThatFailsStillAnswers(t *testing.T) {
 		t.Fatalf("the coordinator's last message: %v", kinds(evs))
 	}
 }
+
+// TestThreadsSDKGeneratedCalls makes the calls of the SDK's generated
+// betasessionthread_test.go and betasessionthreadevent_test.go, field for
+// field, with real ids: threads the runtime opened, real page cursors,
+// and the status filter.
+func TestThreadsSDKGeneratedCalls(t *testing.T) {
+	e := startThreads(t)
+	ctx := context.Background()
+	sid := e.coordinator(t, "coord", "worker")
+	e.say(t, sid, "split the work")
+	tid := threadIDs(e.waitFor(t, sid, "session.status_idle", 1))[0]
+	betas := []anthropic.AnthropicBeta{anthropic.AnthropicBetaMessageBatches2024_09_24}
+	ws := anthropic.String("wrkspc_011CZkZaBF1tNoB5wlCeusgy")
+
+	// TestBetaSessionThreadGetWithOptionalParams
+	th, err := e.c.Beta.Sessions.Threads.Get(ctx, tid, anthropic.BetaSessionThreadGetParams{SessionID: sid, Betas: betas, WorkspaceID: ws})
+	if err != nil || th.ID != tid || th.Type != "session_thread" {
+		t.Fatalf("Get: %v %v", th, err)
+	}
+	// TestBetaSessionThreadListWithOptionalParams: a real cursor for page
+	// (the next page of a first page of one), and the running filter —
+	// every thread is idle now, so the page after the primary is empty.
+	first, err := e.c.Beta.Sessions.Threads.List(ctx, sid, anthropic.BetaSessionThreadListParams{Limit: anthropic.Int(1)})
+	if err != nil || len(first.Data) != 1 || first.NextPage == "" {
+		t.Fatalf("first page: %v %v", first, err)
+	}
+	l, err := e.c.Beta.Sessions.Threads.List(ctx, sid, anthropic.BetaSessionThreadListParams{Limit: anthropic.Int(1), Page: anthropic.String(first.NextPage),
+		Statuses: []anthropic.BetaManagedAgentsSessionThreadStatus{anthropic.BetaManagedAgentsSessionThreadStatusRunning}, Betas: betas, WorkspaceID: ws})
+	if err != nil || len(l.Data) != 0 {
+		t.Fatalf("List running after the primary: %v %v", l, err)
+	}
+	l, err = e.c.Beta.Sessions.Threads.List(ctx, sid, anthropic.BetaSessionThreadListParams{Page: anthropic.String(first.NextPage),
+		Statuses: []anthropic.BetaManagedAgentsSessionThreadStatus{anthropic.BetaManagedAgentsSessionThreadStatusIdle}, Betas: betas, WorkspaceID: ws})
+	if err != nil || len(l.Data) != 2 {
+		t.Fatalf("List idle after the primary: %v %v", l, err)
+	}
+	// TestBetaSessionThreadEventListWithOptionalParams
+	evFirst, err := e.c.Beta.Sessions.Threads.Events.List(ctx, tid, anthropic.BetaSessionThreadEventListParams{SessionID: sid, Limit: anthropic.Int(1)})
+	if err != nil || len(evFirst.Data) != 1 || evFirst.NextPage == "" {
+		t.Fatalf("first events page: %v %v", evFirst, err)
+	}
+	evs, err := e.c.Beta.Sessions.Threads.Events.List(ctx, tid, anthropic.BetaSessionThreadEventListParams{SessionID: sid, Limit: anthropic.Int(1),
+		Page: anthropic.String(evFirst.NextPage), Betas: betas, WorkspaceID: ws})
+	if err != nil || len(evs.Data) != 1 || evs.Data[0].ID == evFirst.Data[0].ID {
+		t.Fatalf("second events page: %v %v", evs, err)
+	}
+	// TestBetaSessionThreadEventStreamEventsWithOptionalParams: the stream
+	// opens, and an interrupt sent to the thread arrives on it.
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	stream := e.c.Beta.Sessions.Threads.Events.StreamEvents(sctx, tid, anthropic.BetaSessionThreadEventStreamParams{SessionID: sid, Betas: betas, WorkspaceID: ws})
+	defer stream.Close()
+	_, err = e.c.Beta.Sessions.Events.Send(ctx, sid, anthropic.BetaSessionEventSendParams{
+		Events: []anthropic.BetaManagedAgentsEventParamsUnion{{OfUserInterrupt: &anthropic.BetaManagedAgentsUserInterruptEventParams{
+			Type: anthropic.BetaManagedAgentsUserInterruptEventParamsTypeUserInterrupt, SessionThreadID: anthropic.String(tid)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := false
+	for !got && stream.Next() {
+		got = stream.Current().Type == "user.interrupt"
+	}
+	if err := stream.Err(); err != nil || !got {
+		t.Fatalf("thread stream: the interrupt did not arrive (%v)", err)
+	}
+	// TestBetaSessionThreadArchiveWithOptionalParams
+	arch, err := e.c.Beta.Sessions.Threads.Archive(ctx, tid, anthropic.BetaSessionThreadArchiveParams{SessionID: sid, Betas: betas, WorkspaceID: ws})
+	if err != nil || arch.Status != "terminated" {
+		t.Fatalf("Archive: %v %v", arch, err)
+	}
+}
