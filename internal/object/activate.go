@@ -50,6 +50,11 @@ func (r *Runtime) activate(ctx context.Context, a *actor, cls *Class) (string, e
 			}
 			return restoreStorage(ctx, c.ProxyClient(), st)
 		})
+		if errors.Is(err, errNotListening) {
+			// The server is not running: the call starts it, and it starts
+			// from the persisted storage.
+			err = nil
+		}
 		if err != nil {
 			return "", r.sandboxErr(a, err)
 		}
