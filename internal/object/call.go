@@ -91,7 +91,7 @@ func (r *Runtime) callHeld(ctx context.Context, a *actor, cls *Class, p CallPara
 	defer cancel()
 	var ans *answer
 	err = r.sbx.Client(cctx, p.TenantID, sbID, func(c *guest.Client) error {
-		hc := c.ProxyClient()
+		hc := c.ObjectClient()
 		var err error
 		ans, err = invoke(cctx, hc, cls, a.key, p.Method, p.Args, p.Alarm)
 		if errors.Is(err, errNotListening) {
