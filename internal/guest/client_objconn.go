@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -88,17 +89,23 @@ func (t objectTransport) roundTrip(req *http.Request) (*http.Response, error) {
 	if err := oc.bw.Flush(); err != nil {
 		return fail(err)
 	}
+	// The server is the tenant's code: its headers are bounded as
+	// net/http's Transport bounds them, and so are informational answers.
+	oc.limit = maxObjHeaderBytes
 	var resp *http.Response
-	for {
+	for i := 0; ; i++ {
 		resp, err = http.ReadResponse(oc.br, req)
 		if err != nil {
 			return fail(err)
 		}
-		// An informational answer precedes the real one.
 		if resp.StatusCode < 100 || resp.StatusCode > 199 || resp.StatusCode == http.StatusSwitchingProtocols {
 			break
 		}
+		if i == maxObjInformational {
+			return fail(fmt.Errorf("object server sent over %d informational answers", maxObjInformational))
+		}
 	}
+	oc.limit = math.MaxInt64
 	resp.Body = &objBody{body: resp.Body, oc: oc, pool: &t.c.obj, stop: stop, keep: !resp.Close}
 	return resp, nil
 }
@@ -149,9 +156,31 @@ type objPool struct {
 type objConn struct {
 	nc  *net.TCPConn
 	raw syscall.RawConn
-	br  *bufio.Reader
+	br  *bufio.Reader // reads through limit
 	bw  *bufio.Writer
 	gen int
+	// limit is what may still be read (the answer's headers are bounded).
+	limit int64
+}
+
+const (
+	// maxObjHeaderBytes bounds an answer's headers (http.Transport's
+	// default); maxObjInformational the 1xx answers before it.
+	maxObjHeaderBytes   = 10 << 20
+	maxObjInformational = 5
+)
+
+// Read reads from the connection within limit.
+func (oc *objConn) Read(p []byte) (int, error) {
+	if oc.limit <= 0 {
+		return 0, fmt.Errorf("object server's answer headers are over %d bytes", maxObjHeaderBytes)
+	}
+	if int64(len(p)) > oc.limit {
+		p = p[:oc.limit]
+	}
+	n, err := oc.nc.Read(p)
+	oc.limit -= int64(n)
+	return n, err
 }
 
 // maxIdleObjConns: calls to one object run one at a time unless the class
@@ -174,7 +203,9 @@ func (p *objPool) get(ctx context.Context, c *Client) (*objConn, error) {
 				nc.Close()
 				return nil, err
 			}
-			return &objConn{nc: nc, raw: raw, br: bufio.NewReader(nc), bw: bufio.NewWriter(nc), gen: gen}, nil
+			oc := &objConn{nc: nc, raw: raw, bw: bufio.NewWriter(nc), gen: gen, limit: math.MaxInt64}
+			oc.br = bufio.NewReader(oc)
+			return oc, nil
 		}
 		oc := p.idle[n-1]
 		p.idle[n-1] = nil

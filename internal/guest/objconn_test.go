@@ -273,3 +273,49 @@ func openOf(t *testing.T, what []string) []string {
 	}
 	return out
 }
+
+// The object's server is the tenant's code: endless headers or endless
+// informational answers end the request with an error, within bounds.
+func TestObjectClientBoundsTheAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name, head, repeat, want string
+	}{
+		{"endless-header", "HTTP/1.1 200 OK\r\nX-Pad: ", strings.Repeat("a", 64<<10), "headers are over"},
+		{"endless-1xx", "", "HTTP/1.1 102 Processing\r\n\r\n", "informational"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
+					return
+				}
+				if _, err := io.WriteString(conn, tc.head); err != nil {
+					return
+				}
+				for range 1000 { // 64 MiB of header at most: the client gives up long before
+					if _, err := io.WriteString(conn, tc.repeat); err != nil {
+						return
+					}
+				}
+			}()
+			c, _ := startGuest(t, func(cfg *Config) { cfg.ProxyTarget = "http://" + ln.Addr().String() })
+			_, err = c.ObjectClient().Get("http://object/m")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one saying %q", err, tc.want)
+			}
+			ln.Close()
+			<-done
+		})
+	}
+}
