@@ -136,13 +136,16 @@ func (b *objBody) Close() error {
 
 func (b *objBody) finish(complete bool) {
 	b.once.Do(func() {
-		b.body.Close()
 		if b.stop() && complete && b.keep {
+			b.body.Close()
 			_ = b.oc.nc.SetDeadline(time.Time{})
 			b.pool.put(b.oc)
 			return
 		}
+		// Close the connection first: closing a body not read to its end
+		// would read (the tenant's server's) rest of it.
 		b.oc.nc.Close()
+		b.body.Close()
 	})
 }
 

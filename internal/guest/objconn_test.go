@@ -319,3 +319,45 @@ func TestObjectClientBoundsTheAnswer(t *testing.T) {
 		})
 	}
 }
+
+// Closing an answer before its end does not read the rest of it.
+func TestObjectClientCloseDoesNotDrain(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
+			return
+		}
+		// A body that never ends.
+		if _, err := io.WriteString(conn, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"); err != nil {
+			return
+		}
+		chunk := strconv.FormatInt(64<<10, 16) + "\r\n" + strings.Repeat("x", 64<<10) + "\r\n"
+		for {
+			if _, err := io.WriteString(conn, chunk); err != nil {
+				return
+			}
+		}
+	}()
+	c, _ := startGuest(t, func(cfg *Config) { cfg.ProxyTarget = "http://" + ln.Addr().String() })
+	resp, err := c.ObjectClient().Get("http://object/m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(resp.Body, make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close() // would not return if it read on
+	ln.Close()
+	<-done
+}
