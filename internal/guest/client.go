@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -20,6 +21,17 @@ import (
 type Client struct {
 	tr *http.Transport
 	hc *http.Client
+
+	// dial opens an authenticated connection to the guest (ObjectClient
+	// asks the guest over it for a connection to the object's server).
+	dial Dialer
+	// obj keeps connections to the object's server that the guest dialed
+	// inside the sandbox and handed over (client_objconn.go).
+	obj   objPool
+	objHC *http.Client
+	// noObjConn: this guest cannot hand connections over (an earlier
+	// version, or not a unix socket): ObjectClient goes through /proxy/.
+	noObjConn atomic.Bool
 }
 
 // Dialer opens a new connection to a guest's socket. The daemon's dialers
@@ -71,11 +83,17 @@ func newClient(dial Dialer) *Client {
 		MaxIdleConnsPerHost: 4,
 		DisableCompression:  true,
 	}
-	return &Client{tr: tr, hc: &http.Client{Transport: tr}}
+	c := &Client{tr: tr, hc: &http.Client{Transport: tr}, dial: dial}
+	c.objHC = &http.Client{Transport: objectTransport{c}}
+	return c
 }
 
-// Close closes idle connections.
-func (c *Client) Close() { c.tr.CloseIdleConnections() }
+// Close closes idle connections, those to the object's server included
+// (and those in use once their request is done). The client stays usable.
+func (c *Client) Close() {
+	c.tr.CloseIdleConnections()
+	c.obj.closeIdle()
+}
 
 // ErrEscapesWorkspace matches (errors.Is) a guest *Error with code
 // escapes_workspace: a files-API path under /workspace leads out of it

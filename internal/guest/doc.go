@@ -63,6 +63,10 @@
 //	POST /files/mkdir                MkdirRequest → 204 (mkdir -p)
 //	POST /files/remove               RemoveRequest → 204
 //	ANY  /proxy/…                    reverse proxy to http://127.0.0.1:9333/…
+//	POST /object/conn                dials 127.0.0.1:9333 and answers on the raw
+//	                                   connection: 'F' with the connected socket
+//	                                   attached (SCM_RIGHTS), or 'E' and an error
+//	                                   body (code refused|unreachable); see objconn.go
 //
 // # Processes
 //

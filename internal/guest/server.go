@@ -319,6 +319,7 @@ func (s *Server) routes() (http.Handler, error) {
 		return nil, err
 	}
 	mux.Handle("/proxy/", proxy)
+	mux.HandleFunc("POST "+objectConnPath, s.handleObjectConn)
 	return mux, nil
 }
 

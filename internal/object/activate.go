@@ -48,8 +48,13 @@ func (r *Runtime) activate(ctx context.Context, a *actor, cls *Class) (string, e
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
-			return restoreStorage(ctx, c.ProxyClient(), st)
+			return restoreStorage(ctx, c.ObjectClient(), st)
 		})
+		if errors.Is(err, errNotListening) {
+			// The server is not running: the call starts it, and it starts
+			// from the persisted storage.
+			err = nil
+		}
 		if err != nil {
 			return "", r.sandboxErr(a, err)
 		}
@@ -124,7 +129,7 @@ func (r *Runtime) wake(ctx context.Context, a *actor, cls *Class) error {
 			if err != nil {
 				return err
 			}
-			return restoreStorage(ctx, c.ProxyClient(), st)
+			return restoreStorage(ctx, c.ObjectClient(), st)
 		})
 		if err != nil {
 			return r.sandboxErr(a, err)

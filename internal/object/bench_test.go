@@ -151,6 +151,31 @@ func BenchmarkWarmCall(b *testing.B) {
 		}
 		report(b, lat)
 	})
+	b.Run("direct-guest-objconn", func(b *testing.B) {
+		d, c := benchDaemon(b, nil)
+		if _, err := c.Objects.Call(ctx, "counter", "direct", agentkernel.ObjectCall{Method: "get"}); err != nil {
+			b.Fatal(err)
+		}
+		o, err := c.Objects.Get(ctx, "counter", "direct")
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		err = d.Sandboxes().Client(ctx, "", o.SandboxID, func(gc *guest.Client) error {
+			hc := gc.ObjectClient()
+			for range b.N {
+				t0 := time.Now()
+				postIncrement(b, hc, "http://object/increment", "snapshot")
+				lat = append(lat, time.Since(t0))
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		report(b, lat)
+	})
 	for _, class := range []string{"counter", "wcounter"} {
 		b.Run("agentkernel-api-"+class, func(b *testing.B) {
 			_, c := benchDaemon(b, nil)

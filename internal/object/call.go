@@ -91,7 +91,7 @@ func (r *Runtime) callHeld(ctx context.Context, a *actor, cls *Class, p CallPara
 	defer cancel()
 	var ans *answer
 	err = r.sbx.Client(cctx, p.TenantID, sbID, func(c *guest.Client) error {
-		hc := c.ProxyClient()
+		hc := c.ObjectClient()
 		var err error
 		ans, err = invoke(cctx, hc, cls, a.key, p.Method, p.Args, p.Alarm)
 		if errors.Is(err, errNotListening) {
@@ -99,13 +99,14 @@ func (r *Runtime) callHeld(ctx context.Context, a *actor, cls *Class, p CallPara
 			// so start the server again (from the persisted storage) and
 			// deliver the call once more.
 			r.log.WarnContext(ctx, "object server not listening; restarting it", "object", subject(a.key))
-			app, err := r.hasApp(cctx, cls, a.key, sbID)
-			if err == nil {
-				err = r.startServer(cctx, c, cls, a.key, p.TenantID, app)
+			app, serr := r.hasApp(cctx, cls, a.key, sbID)
+			if serr == nil {
+				serr = r.startServer(cctx, c, cls, a.key, p.TenantID, app)
 			}
-			if err != nil {
-				return unavailableErr(err, "restart the server of %s", subject(a.key))
+			if serr != nil {
+				return unavailableErr(serr, "restart the server of %s", subject(a.key))
 			}
+			// Not ":=": the answer of this delivery is the call's.
 			ans, err = invoke(cctx, hc, cls, a.key, p.Method, p.Args, p.Alarm)
 		}
 		return err
@@ -127,6 +128,10 @@ func (r *Runtime) callHeld(ctx context.Context, a *actor, cls *Class, p CallPara
 			r.setState(a, stateHibernating)
 			a.life.Unlock()
 		}
+		// The connection may have broken after the server ran the method
+		// (it is never delivered again: the caller gets the error): its
+		// memory may hold writes the store never saw.
+		r.markResync(a)
 		return nil, r.sandboxErr(a, err)
 	}
 	if cls.StorageMode == ModeWriteThrough && len(ans.writes) > 0 {

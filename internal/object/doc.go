@@ -4,8 +4,18 @@
 // storage dump persisted in one transaction, wake with storage injection,
 // alarms, limits, metrics and audit records.
 //
-// The in-sandbox protocol, spoken through the guest's proxy to the object's
-// server on 127.0.0.1:9333:
+// The in-sandbox protocol, HTTP/1.1 to the object's server on
+// 127.0.0.1:9333. The daemon speaks it over connections the guest dialed
+// inside the sandbox and handed over (guest.Client.ObjectClient), kept
+// alive from call to call, so a call crosses neither the guest nor a
+// second HTTP hop; a guest from before that goes through its /proxy/.
+//
+// A call is delivered at most once per attempt: if nothing listens on
+// :9333 (the method never ran) the server is started again and the call
+// delivered once more; if the connection breaks once the request may have
+// reached the server, the caller gets 503 sandbox_unavailable and the call
+// is not sent again (in write-through mode the server then gets the
+// persisted storage back before the next call).
 //
 //	GET  /__health            2xx once the server is ready
 //	GET  /__storage           → {"key": <json>, …}: the whole storage

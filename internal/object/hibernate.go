@@ -137,7 +137,7 @@ func (r *Runtime) dump(ctx context.Context, a *actor) (map[string]json.RawMessag
 	var st map[string]json.RawMessage
 	err := r.sbx.Client(dctx, a.key.TenantID, a.sandboxID, func(c *guest.Client) error {
 		var err error
-		st, err = dumpStorage(dctx, c.ProxyClient())
+		st, err = dumpStorage(dctx, c.ObjectClient())
 		return err
 	})
 	if err != nil {

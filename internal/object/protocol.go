@@ -86,7 +86,7 @@ func invoke(ctx context.Context, hc *http.Client, cls *Class, key store.ObjectKe
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, targetErr(err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
@@ -136,6 +136,19 @@ func proxyError(resp *http.Response, body []byte) error {
 	return unavailable("%s", pe.Error)
 }
 
+// targetErr recognises the guest's report that it could not connect to
+// :9333 (ObjectClient), the counterpart of proxyError.
+func targetErr(err error) error {
+	var te *guest.TargetError
+	if !errors.As(err, &te) {
+		return err
+	}
+	if te.Refused {
+		return fmt.Errorf("%w: %s", errNotListening, te.Message)
+	}
+	return unavailable("%s", te.Message)
+}
+
 // asJSON makes a result JSON: empty is null, non-JSON text a JSON string.
 func asJSON(b []byte) json.RawMessage {
 	b = bytes.TrimSpace(b)
@@ -161,7 +174,7 @@ func dumpStorage(ctx context.Context, hc *http.Client) (map[string]json.RawMessa
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, targetErr(err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
@@ -197,7 +210,7 @@ func restoreStorage(ctx context.Context, hc *http.Client, st map[string]json.Raw
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return err
+		return targetErr(err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -232,7 +245,7 @@ func (r *Runtime) startServer(ctx context.Context, c *guest.Client, cls *Class, 
 	if err != nil {
 		return fmt.Errorf("start init_command %q: %w", cls.InitCommand, err)
 	}
-	hc := c.ProxyClient()
+	hc := c.ObjectClient()
 	deadline := time.Now().Add(serverStartTimeout)
 	delay := 500 * time.Microsecond
 	for i := 0; ; i++ {

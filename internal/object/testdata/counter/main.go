@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +27,13 @@ type write struct {
 type server struct {
 	mu      sync.Mutex
 	storage map[string]json.RawMessage
+
+	// Not storage: what the tests ask about the calls this process saw.
+	conns       atomic.Int64 // TCP connections accepted
+	inflight    atomic.Int64
+	maxInflight atomic.Int64
+	seqs        []int64 // "record" calls, in the order they ran
+	hangups     int64
 }
 
 func main() {
@@ -36,7 +45,12 @@ func main() {
 		port = os.Args[1]
 	}
 	s := &server{storage: map[string]json.RawMessage{}}
-	if err := http.ListenAndServe("127.0.0.1:"+port, s); err != nil {
+	hs := &http.Server{Addr: "127.0.0.1:" + port, Handler: s, ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}}
+	if err := hs.ListenAndServe(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -69,6 +83,20 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var args map[string]any
 	body, _ := io.ReadAll(r.Body)
 	_ = json.Unmarshal(body, &args)
+	if r.URL.Path == "/hangup" {
+		// Changes the storage in memory, then hangs up without answering:
+		// the daemon must report the broken call, not send it again.
+		s.mu.Lock()
+		var n int64
+		_ = json.Unmarshal(s.storage["count"], &n)
+		s.storage["count"], _ = json.Marshal(n + 1000)
+		s.hangups++
+		s.mu.Unlock()
+		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			c.Close()
+		}
+		return
+	}
 	wt := r.Header.Get("X-Agentkernel-Storage-Mode") == "write-through"
 	status, result, writes := s.method(strings.TrimPrefix(r.URL.Path, "/"), args, r.Header)
 	w.Header().Set("Content-Type", "application/json")
@@ -127,6 +155,34 @@ func (s *server) method(name string, args map[string]any, h http.Header) (int, a
 		return 200, map[string]any{"value": n + 1}, writes
 	case "get":
 		return 200, map[string]any{"value": count()}, nil
+	case "pid":
+		return 200, map[string]any{"value": os.Getpid()}, nil
+	case "conns":
+		return 200, map[string]any{"value": s.conns.Load()}, nil
+	case "hangups":
+		return 200, map[string]any{"value": s.hangups}, nil
+	case "record":
+		// record {"seq": N, "ms": M}: runs for M ms (default 2) without the
+		// lock, so calls the runtime delivered at once overlap here.
+		s.mu.Unlock()
+		n := s.inflight.Add(1)
+		for {
+			m := s.maxInflight.Load()
+			if n <= m || s.maxInflight.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		ms := num(args["ms"])
+		if ms == 0 {
+			ms = 2
+		}
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		s.inflight.Add(-1)
+		s.mu.Lock()
+		s.seqs = append(s.seqs, num(args["seq"]))
+		return 200, map[string]any{"value": len(s.seqs)}, nil
+	case "records":
+		return 200, map[string]any{"seqs": s.seqs, "max_inflight": s.maxInflight.Load()}, nil
 	case "put":
 		set(fmt.Sprint(args["key"]), args["value"])
 		return 200, map[string]any{"keys": len(s.storage)}, writes
