@@ -152,6 +152,11 @@ type SandboxConfig struct {
 	ReapInterval Duration `toml:"reap_interval"`
 	// MaxFileBytes limits one file read or written through the files API.
 	MaxFileBytes int64 `toml:"max_file_bytes"`
+	// WarmPool is how many process-driver sandboxes wait started and
+	// unassigned per shape (image, limits, network), so that a wake takes
+	// one instead of starting bwrap and the guest; 0 turns the pool off.
+	// The docker driver does not pool: its sandboxes always start fresh.
+	WarmPool int `toml:"warm_pool"`
 }
 
 // StoreConfig selects the state store.
@@ -194,6 +199,10 @@ type LogConfig struct {
 	Format string `toml:"format"` // text|json
 }
 
+// DefaultWarmPool is [sandbox] warm_pool's default: pooled sandboxes per
+// shape.
+const DefaultWarmPool = 2
+
 // Default returns the embedded defaults: no file, no services.
 func Default() Config {
 	return Config{
@@ -217,6 +226,7 @@ func Default() Config {
 			BackupTTL:    Duration(7 * 24 * time.Hour),
 			ReapInterval: Duration(10 * time.Second),
 			MaxFileBytes: 64 << 20,
+			WarmPool:     DefaultWarmPool,
 			// 30m, as tools.DefaultBackgroundCap.
 			BackgroundCap: Duration(sandbox.DefaultBackgroundCap),
 		},
