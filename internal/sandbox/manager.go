@@ -166,8 +166,11 @@ type entry struct {
 	// instance runs (NetworkEgress only).
 	egress net.Listener
 	// pooled: the instance was just assigned from the warm pool (warmUp
-	// skips the probe).
-	pooled bool
+	// skips the probe and the marker read: its /tmp is new); poolKey and
+	// poolTrash are for the refill once the wake is done (refillAfter).
+	pooled    bool
+	poolKey   poolKey
+	poolTrash string
 }
 
 // NewManager builds a manager. It does not recover or reap until Recover

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -52,7 +53,7 @@ const poolDirName = ".pool"
 // Files of a slot's directory, DataDir/.pool/<slot>.
 const (
 	slotHandleFile = "handle" // the instance's Handle (JSON), for the sweep
-	slotAssignFile = "assign" // "<sandbox id> <generation>": an assignment began
+	slotAssignFile = "assign" // symlink to "<sandbox id> <generation>": an assignment began
 )
 
 // poolKey is a shape of sandbox.
@@ -69,6 +70,11 @@ type poolSlot struct {
 	// hold is the write end of the pool pipe: closing it ends the guest
 	// unless it was assigned.
 	hold *os.File
+	// client is the probe's client, its connection (handshake done) kept
+	// for the assignment; it dials the instance named by cur, which the
+	// assignment moves to the adopted handle.
+	client *guest.Client
+	cur    atomic.Pointer[Handle]
 }
 
 // shapePool is one shape's ready slots and the goroutine refilling them.
@@ -76,6 +82,9 @@ type shapePool struct {
 	key   poolKey
 	ready []*poolSlot
 	kick  chan struct{}
+	// trash are slot directories of assigned slots, for the refill
+	// goroutine to remove (off the wake's path).
+	trash []string
 }
 
 type warmPool struct {
@@ -173,11 +182,30 @@ func (m *Manager) take(k poolKey) *poolSlot {
 	}
 	s := sp.ready[0]
 	sp.ready = sp.ready[1:]
+	return s
+}
+
+// refillAfter has k's pool refilled, and trash (an assigned slot's
+// directory, "" for none) removed, by its refill goroutine. A wake calls
+// it once done, so that starting the next pooled sandbox does not compete
+// with the wake for the CPU.
+func (m *Manager) refillAfter(k poolKey, trash string) {
+	m.pool.mu.Lock()
+	defer m.pool.mu.Unlock()
+	sp := m.pool.shapes[k]
+	if sp == nil {
+		if trash != "" {
+			_ = os.RemoveAll(trash)
+		}
+		return
+	}
+	if trash != "" {
+		sp.trash = append(sp.trash, trash)
+	}
 	select {
 	case sp.kick <- struct{}{}:
 	default:
 	}
-	return s
 }
 
 // shapeLocked returns k's pool, creating it (and its refill goroutine)
@@ -212,7 +240,12 @@ func (m *Manager) refill(ctx context.Context, sp *shapePool) {
 	for {
 		m.pool.mu.Lock()
 		need := len(sp.ready) < m.pool.size && !m.pool.closed
+		trash := sp.trash
+		sp.trash = nil
 		m.pool.mu.Unlock()
+		for _, dir := range trash {
+			_ = os.RemoveAll(dir)
+		}
 		if !need {
 			select {
 			case <-ctx.Done():
@@ -307,10 +340,10 @@ func (m *Manager) startSlot(ctx context.Context, k poolKey) (s *poolSlot, err er
 	if err := writeFileAtomic(filepath.Join(dir, slotHandleFile), raw, 0o600); err != nil {
 		return s, err
 	}
-	dial := func(ctx context.Context) (net.Conn, error) { return d.Dial(ctx, h) }
-	c := guest.NewClient(dial, secret)
-	defer c.Close()
-	if err := probeGuest(ctx, dial, c, k.Driver, s.id); err != nil {
+	s.cur.Store(h)
+	dial := func(ctx context.Context) (net.Conn, error) { return d.Dial(ctx, s.cur.Load()) }
+	s.client = guest.NewClient(dial, secret)
+	if err := probeGuest(ctx, dial, s.client, k.Driver, s.id); err != nil {
 		return s, fmt.Errorf("pooled sandbox %s: %w", s.id, err)
 	}
 	return s, nil
@@ -319,6 +352,9 @@ func (m *Manager) startSlot(ctx context.Context, k poolKey) (s *poolSlot, err er
 // dropSlot ends a pooled sandbox that was never assigned and removes its
 // directories.
 func (m *Manager) dropSlot(s *poolSlot) {
+	if s.client != nil {
+		s.client.Close()
+	}
 	if s.hold != nil {
 		s.hold.Close()
 	}
@@ -338,11 +374,17 @@ func (m *Manager) closePool() {
 	p.closed = true
 	cancel := p.cancel
 	var slots []*poolSlot
+	var trash []string
 	for _, sp := range p.shapes {
 		slots = append(slots, sp.ready...)
 		sp.ready = nil
+		trash = append(trash, sp.trash...)
+		sp.trash = nil
 	}
 	p.mu.Unlock()
+	for _, dir := range trash {
+		_ = os.RemoveAll(dir)
+	}
 	if cancel != nil {
 		cancel()
 	}
@@ -377,6 +419,7 @@ func (m *Manager) assign(ctx context.Context, e *entry, sb *store.Sandbox, s *po
 		if err == nil || died {
 			return
 		}
+		m.refillAfter(s.key, "")
 		e.dropClient()
 		if handed && h != nil {
 			s.hold.Close()
@@ -398,7 +441,8 @@ func (m *Manager) assign(ctx context.Context, e *entry, sb *store.Sandbox, s *po
 	}()
 	// The journal first: a crash from here on is finished or undone at
 	// the next start (sweepPool).
-	if err := writeFileAtomic(filepath.Join(dir, slotAssignFile), []byte(sb.ID+" "+strconv.FormatInt(gen, 10)), 0o600); err != nil {
+	// A symlink's target is its content: one atomic system call.
+	if err := os.Symlink(sb.ID+" "+strconv.FormatInt(gen, 10), filepath.Join(dir, slotAssignFile)); err != nil {
 		return nil, err
 	}
 	if err := crash("journal"); err != nil {
@@ -445,7 +489,15 @@ func (m *Manager) assign(ctx context.Context, e *entry, sb *store.Sandbox, s *po
 	if _, err := m.openEgress(e, sb); err != nil {
 		return nil, err
 	}
-	m.setClient(e, d, h)
+	// The probe's client, with its connection: no new handshake.
+	s.cur.Store(h)
+	if e.client != nil {
+		e.client.Close()
+	}
+	hc := *h
+	e.dial = func(ctx context.Context) (net.Conn, error) { return d.Dial(ctx, &hc) }
+	e.client, e.secret = s.client, hc.Secret
+	s.client = nil
 	if err := e.client.Assign(ctx, env); err != nil {
 		return nil, fmt.Errorf("sandbox %s: assign pooled sandbox %s: %w", sb.ID, s.id, err)
 	}
@@ -459,8 +511,7 @@ func (m *Manager) assign(ctx context.Context, e *entry, sb *store.Sandbox, s *po
 	if sb, err = m.cfg.Store.UpdateSandbox(ctx, sb); err != nil {
 		return nil, err
 	}
-	_ = os.RemoveAll(dir)
-	e.pooled = true
+	e.pooled, e.poolKey, e.poolTrash = true, s.key, dir
 	m.metrics.poolAssign.WithLabelValues(s.key.Driver, "assigned").Inc()
 	return sb, nil
 }
@@ -593,7 +644,7 @@ func (m *Manager) sweepPool(ctx context.Context) error {
 			}
 		}
 		keep := false
-		if raw, err := readSmallFile(dir, slotAssignFile); err == nil {
+		if raw, err := readJournal(dir); err == nil {
 			id, genS, _ := strings.Cut(strings.TrimSpace(string(raw)), " ")
 			gen, _ := strconv.ParseInt(genS, 10, 64)
 			if id == "" || strings.ContainsAny(id, "/\x00") || strings.HasPrefix(id, ".") {
@@ -628,6 +679,12 @@ func (m *Manager) sweepPool(ctx context.Context) error {
 		m.log.InfoContext(ctx, "sandbox pool: cleaned up after an earlier run", "slot", slot, "kept_as_assigned", keep)
 	}
 	return errors.Join(errs...)
+}
+
+// readJournal reads a slot's assignment journal (a symlink's target).
+func readJournal(dir string) ([]byte, error) {
+	t, err := os.Readlink(filepath.Join(dir, slotAssignFile))
+	return []byte(t), err
 }
 
 // readSmallFile reads a file of the daemon's own (its private data dir).

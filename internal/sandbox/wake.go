@@ -58,6 +58,11 @@ func (m *Manager) wake(ctx context.Context, e *entry, id string) error {
 		}
 	}
 	err = m.warmUp(ctx, e, sb)
+	if e.poolTrash != "" {
+		// The wake is done with the CPU: the pool may refill.
+		m.refillAfter(e.poolKey, e.poolTrash)
+		e.poolTrash = ""
+	}
 	if errors.Is(err, ErrUntrustedPeer) {
 		// Something inside the sandbox replaced the guest's socket (it can
 		// in a docker sandbox, where the socket's directory is shared): the
@@ -269,7 +274,7 @@ func (m *Manager) warmUp(ctx context.Context, e *entry, sb *store.Sandbox) error
 			return err
 		}
 	}
-	if m.markerOK(ctx, e.client, sb.Generation) && sb.Generation > 0 {
+	if !pooled && m.markerOK(ctx, e.client, sb.Generation) && sb.Generation > 0 {
 		// Already warm (e.g. the daemon died between writing the marker and
 		// recording it): only the record is missing.
 		if sb.WarmedAt == nil {
@@ -312,6 +317,9 @@ func (m *Manager) warmUp(ctx context.Context, e *entry, sb *store.Sandbox) error
 	if err := e.client.WriteFile(ctx, guest.WriteFileRequest{Path: WarmMarkerPath, Data: []byte(strconv.FormatInt(gen, 10)), Mode: 0o644}); err != nil {
 		return fmt.Errorf("sandbox %s: write warm marker: %w", sb.ID, err)
 	}
+	// Just written: as good as a probe of it.
+	e.probedAt.Store(time.Now().UnixNano())
+	e.probedGen.Store(gen)
 	now := m.clock.Now()
 	sb.Generation, sb.WarmedAt, sb.LastActivityAt = gen, &now, now
 	if _, err := m.cfg.Store.UpdateSandbox(ctx, sb); err != nil {
