@@ -166,11 +166,14 @@ type entry struct {
 	// instance runs (NetworkEgress only).
 	egress net.Listener
 	// pooled: the instance was just assigned from the warm pool (warmUp
-	// skips the probe and the marker read: its /tmp is new); poolKey and
+	// skips the probe and the marker read: its /tmp is new), its workspace
+	// stamped with poolGen, the generation it warms to; poolKey and
 	// poolTrash are for the refill once the wake is done (refillAfter).
-	pooled    bool
-	poolKey   poolKey
-	poolTrash string
+	pooled     bool
+	poolGen    int64
+	poolKey    poolKey
+	poolTrash  string
+	poolOldRun string
 }
 
 // NewManager builds a manager. It does not recover or reap until Recover

@@ -50,6 +50,10 @@ const MaxPoolShapes = 8
 // with a dot).
 const poolDirName = ".pool"
 
+// runTrashPrefix names, in RunDir, an earlier instance's run dir moved out
+// of the way by an assignment, until the refill goroutine removes it.
+const runTrashPrefix = ".old-"
+
 // Files of a slot's directory, DataDir/.pool/<slot>.
 const (
 	slotHandleFile = "handle" // the instance's Handle (JSON), for the sweep
@@ -186,21 +190,26 @@ func (m *Manager) take(k poolKey) *poolSlot {
 }
 
 // refillAfter has k's pool refilled, and trash (an assigned slot's
-// directory, "" for none) removed, by its refill goroutine. A wake calls
+// directory, an earlier instance's run dir; "" for none) removed, by its
+// refill goroutine. A wake calls
 // it once done, so that starting the next pooled sandbox does not compete
 // with the wake for the CPU.
-func (m *Manager) refillAfter(k poolKey, trash string) {
+func (m *Manager) refillAfter(k poolKey, trash ...string) {
 	m.pool.mu.Lock()
 	defer m.pool.mu.Unlock()
 	sp := m.pool.shapes[k]
-	if sp == nil {
-		if trash != "" {
-			_ = os.RemoveAll(trash)
+	for _, t := range trash {
+		if t == "" {
+			continue
 		}
-		return
+		if sp == nil {
+			_ = os.RemoveAll(t)
+		} else {
+			sp.trash = append(sp.trash, t)
+		}
 	}
-	if trash != "" {
-		sp.trash = append(sp.trash, trash)
+	if sp == nil {
+		return
 	}
 	select {
 	case sp.kick <- struct{}{}:
@@ -404,6 +413,7 @@ func (m *Manager) assign(ctx context.Context, e *entry, sb *store.Sandbox, s *po
 	dir := m.slotDir(s.id)
 	gen := m.readStamp(sb.ID)
 	handed := false // the instance is sb's: on failure it is destroyed as such
+	oldRun := ""
 	var h *Handle
 	died := false // a fault stopped the assignment as a crash would
 	crash := func(step string) error {
@@ -419,7 +429,7 @@ func (m *Manager) assign(ctx context.Context, e *entry, sb *store.Sandbox, s *po
 		if err == nil || died {
 			return
 		}
-		m.refillAfter(s.key, "")
+		m.refillAfter(s.key, oldRun)
 		e.dropClient()
 		if handed && h != nil {
 			s.hold.Close()
@@ -459,15 +469,22 @@ func (m *Manager) assign(ctx context.Context, e *entry, sb *store.Sandbox, s *po
 			return nil, err
 		}
 	}
-	if gen > 0 {
-		// The workspace is another directory now: stamp it.
-		if err := m.writeStamp(sb.ID, gen); err != nil {
-			return nil, err
-		}
+	// The workspace is another directory now: stamp it, with the
+	// generation the warm-up goes to (it then writes no stamp of its own).
+	// Stamping ahead of the record is what a daemon that died between
+	// stamping and recording leaves, which a wake already accepts.
+	next := max(sb.Generation, gen) + 1
+	if err := m.writeStamp(sb.ID, next); err != nil {
+		return nil, err
 	}
 	run := m.runDir(sb.ID)
-	if err := os.RemoveAll(run); err != nil {
-		return nil, err
+	// An earlier instance's run dir goes out of the way in one rename; the
+	// refill goroutine removes it.
+	if _, err := os.Lstat(run); err == nil {
+		oldRun = filepath.Join(m.cfg.RunDir, runTrashPrefix+s.id)
+		if err := os.Rename(run, oldRun); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.Rename(m.runDir(s.id), run); err != nil {
 		return nil, err
@@ -511,7 +528,7 @@ func (m *Manager) assign(ctx context.Context, e *entry, sb *store.Sandbox, s *po
 	if sb, err = m.cfg.Store.UpdateSandbox(ctx, sb); err != nil {
 		return nil, err
 	}
-	e.pooled, e.poolKey, e.poolTrash = true, s.key, dir
+	e.pooled, e.poolGen, e.poolKey, e.poolTrash, e.poolOldRun = true, next, s.key, dir, oldRun
 	m.metrics.poolAssign.WithLabelValues(s.key.Driver, "assigned").Inc()
 	return sb, nil
 }
@@ -540,7 +557,7 @@ func moveDirInto(dir, into string) error {
 	if err := moveEntries(dir, into); err != nil {
 		return err
 	}
-	if fi, err := os.Lstat(dir); err == nil {
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode().Perm() != 0o755 { // pool dirs are made 0755
 		_ = os.Chmod(into, fi.Mode().Perm())
 	}
 	if err := unix.Rmdir(dir); err != nil && !errors.Is(err, unix.ENOENT) {
@@ -622,6 +639,13 @@ func (m *Manager) sweepPoolOnce(ctx context.Context) error {
 // (the sandbox's files go back) or, when the store already records the
 // instance as the sandbox's, kept.
 func (m *Manager) sweepPool(ctx context.Context) error {
+	if runs, err := os.ReadDir(m.cfg.RunDir); err == nil {
+		for _, r := range runs {
+			if strings.HasPrefix(r.Name(), runTrashPrefix) {
+				_ = os.RemoveAll(filepath.Join(m.cfg.RunDir, r.Name()))
+			}
+		}
+	}
 	entries, err := os.ReadDir(m.poolDir())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

@@ -60,8 +60,8 @@ func (m *Manager) wake(ctx context.Context, e *entry, id string) error {
 	err = m.warmUp(ctx, e, sb)
 	if e.poolTrash != "" {
 		// The wake is done with the CPU: the pool may refill.
-		m.refillAfter(e.poolKey, e.poolTrash)
-		e.poolTrash = ""
+		m.refillAfter(e.poolKey, e.poolTrash, e.poolOldRun)
+		e.poolTrash, e.poolOldRun = "", ""
 	}
 	if errors.Is(err, ErrUntrustedPeer) {
 		// Something inside the sandbox replaced the guest's socket (it can
@@ -267,7 +267,9 @@ func (m *Manager) markCold(ctx context.Context, sb *store.Sandbox) (*store.Sandb
 func (m *Manager) warmUp(ctx context.Context, e *entry, sb *store.Sandbox) error {
 	// A pooled instance ran `exec true` before it was pooled and has just
 	// answered its assignment: no probe.
-	pooled := e.pooled
+	// A pooled instance's workspace was stamped with the generation it is
+	// warming to when it was moved in (assign).
+	pooled, poolGen := e.pooled, e.poolGen
 	e.pooled = false
 	if !pooled {
 		if err := m.probe(ctx, e, sb); err != nil {
@@ -288,7 +290,7 @@ func (m *Manager) warmUp(ctx context.Context, e *entry, sb *store.Sandbox) error
 	// The marker is missing: a fresh or recycled sandbox. Its workspace may
 	// still be current (the stamp says so); restore happened before start if
 	// it was not.
-	if stamp := m.readStamp(sb.ID); stamp < sb.Generation {
+	if stamp := m.readStamp(sb.ID); !pooled && stamp < sb.Generation {
 		if b, err := m.cfg.Store.LatestBackup(ctx, backupKey(sb), m.clock.Now()); err == nil && b.Generation > stamp {
 			// A recycled instance whose workspace is older than our last
 			// backup: restart it around a host-side restore.
@@ -310,9 +312,12 @@ func (m *Manager) warmUp(ctx context.Context, e *entry, sb *store.Sandbox) error
 	if err := m.runAfterWarm(ctx, sb, e.client); err != nil {
 		return fmt.Errorf("sandbox %s: warm-up: %w", sb.ID, err)
 	}
-	gen := max(sb.Generation, m.readStamp(sb.ID)) + 1
-	if err := m.writeStamp(sb.ID, gen); err != nil {
-		return err
+	gen := poolGen
+	if !pooled {
+		gen = max(sb.Generation, m.readStamp(sb.ID)) + 1
+		if err := m.writeStamp(sb.ID, gen); err != nil {
+			return err
+		}
 	}
 	if err := e.client.WriteFile(ctx, guest.WriteFileRequest{Path: WarmMarkerPath, Data: []byte(strconv.FormatInt(gen, 10)), Mode: 0o644}); err != nil {
 		return fmt.Errorf("sandbox %s: write warm marker: %w", sb.ID, err)
