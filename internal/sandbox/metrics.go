@@ -41,7 +41,11 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 		Name: "agentkernel_sandbox_pool_starts_total",
 		Help: "Instance starts by how they began: assigned from the warm pool, fresh because the pool was empty (pool_empty) or the assignment failed (assign_failed, logged), or fresh because its driver does not pool (not_pooled: docker).",
 	}, []string{"driver", "result"})
-	reg.MustRegister(mt.warmup, mt.restore, mt.snapshotDuration, mt.snapshotBytes, mt.hibernations, mt.poolAssign, &stateCollector{m: m})
+	poolReady := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "agentkernel_sandbox_pool_ready",
+		Help: "Pooled sandboxes started and waiting for a wake, all shapes together.",
+	}, func() float64 { _, ready := m.PoolStats(); return float64(ready) })
+	reg.MustRegister(mt.warmup, mt.restore, mt.snapshotDuration, mt.snapshotBytes, mt.hibernations, mt.poolAssign, poolReady, &stateCollector{m: m})
 	return mt
 }
 
