@@ -637,7 +637,9 @@ func (m *Manager) sweepPoolOnce(ctx context.Context) error {
 // sandboxes ended with it (their pipe closed) and are destroyed here
 // (cgroups, directories), and an assignment it left half done is undone
 // (the sandbox's files go back) or, when the store already records the
-// instance as the sandbox's, kept.
+// instance as the sandbox's, kept. Only a sandbox's files that could not be
+// put back are an error (a wake would find its workspace incomplete); what
+// could not be cleaned up is logged and tried again at the next start.
 func (m *Manager) sweepPool(ctx context.Context) error {
 	if runs, err := os.ReadDir(m.cfg.RunDir); err == nil {
 		for _, r := range runs {
@@ -689,7 +691,8 @@ func (m *Manager) sweepPool(ctx context.Context) error {
 		if h != nil && !keep {
 			if d, ok := m.cfg.Drivers[h.Driver]; ok {
 				if err := d.Destroy(ctx, h); err != nil {
-					errs = append(errs, fmt.Errorf("pool slot %s: %w", slot, err))
+					// Nothing of a sandbox's is in it: clean up next time.
+					m.log.WarnContext(ctx, "sandbox pool: could not destroy a pooled sandbox left by an earlier run", "slot", slot, "err", err)
 					continue
 				}
 			}
@@ -698,7 +701,7 @@ func (m *Manager) sweepPool(ctx context.Context) error {
 			_ = os.RemoveAll(m.runDir(slot))
 		}
 		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
+			m.log.WarnContext(ctx, "sandbox pool: could not remove a pooled sandbox's directory", "slot", slot, "err", err)
 		}
 		m.log.InfoContext(ctx, "sandbox pool: cleaned up after an earlier run", "slot", slot, "kept_as_assigned", keep)
 	}
