@@ -170,6 +170,10 @@ type Pooler interface {
 	// Mount attaches extra mounts (Spec.Mounts) to the running pooled
 	// instance h before it is assigned, as a start would have.
 	Mount(ctx context.Context, h *Handle, mounts []Mount) error
+	// KillStarting ends whatever is left of a pooled sandbox whose start
+	// was cut short (the daemon died before it had a handle): every
+	// process of the driver's started on workspaceDir.
+	KillStarting(ctx context.Context, workspaceDir string) error
 }
 
 // Lister is an optional capability: find the sandboxes this driver started,

@@ -698,6 +698,16 @@ func (m *Manager) sweepPool(ctx context.Context) error {
 			}
 		}
 		if !keep {
+			// A start the earlier daemon did not finish has no handle, and
+			// its bwrap may still wait to be let go: end it by what it
+			// binds.
+			for _, d := range m.cfg.Drivers {
+				if p, ok := d.(Pooler); ok {
+					if err := p.KillStarting(ctx, filepath.Join(dir, "workspace")); err != nil {
+						m.log.WarnContext(ctx, "sandbox pool: look for a pooled sandbox left starting", "slot", slot, "err", err)
+					}
+				}
+			}
 			_ = os.RemoveAll(m.runDir(slot))
 		}
 		if err := os.RemoveAll(dir); err != nil {

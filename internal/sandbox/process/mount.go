@@ -121,3 +121,38 @@ func mountInNamespace(ns int, trees []int, mounts []sandbox.Mount, isDir []bool)
 	}
 	return err
 }
+
+// KillStarting implements sandbox.Pooler: it SIGKILLs every bwrap
+// process, outer or inner, whose command line binds workspaceDir, so a
+// sandbox whose start a dying daemon left half done (no handle recorded)
+// does not run on. Only processes running this driver's bwrap binary are
+// considered: a command line is anyone's to write.
+func (d *Driver) KillStarting(_ context.Context, workspaceDir string) error {
+	bwrap, err := filepath.EvalSymlinks(d.bwrap)
+	if err != nil {
+		return err
+	}
+	needle := "\x00--bind\x00" + workspaceDir + "\x00"
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	for _, p := range procs {
+		pid := p.Name()
+		if pid[0] < '0' || pid[0] > '9' {
+			continue
+		}
+		if exe, err := os.Readlink("/proc/" + pid + "/exe"); err != nil || exe != bwrap {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
+		if err != nil || !strings.Contains("\x00"+string(cmdline), needle) {
+			continue
+		}
+		var n int
+		if _, err := fmt.Sscan(pid, &n); err == nil && n > 1 {
+			_ = unix.Kill(n, unix.SIGKILL)
+		}
+	}
+	return nil
+}

@@ -3,7 +3,9 @@ package process
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,5 +94,48 @@ func TestPooledSandboxLivesOnlyAsLongAsItsPipeUntilAssigned(t *testing.T) {
 	out, _, res, err := c.ExecOutput(ctx, guest.ExecRequest{Shell: `echo "$ASSIGNED"`})
 	if err != nil || res.ExitCode != 0 || string(out) != "yes\n" {
 		t.Fatalf("exec after assignment: %q %+v %v", out, res, err)
+	}
+}
+
+// TestKillStartingEndsABwrapLeftBlocked: a bwrap still blocked before its
+// guest runs (the daemon died between starting it and letting it go) is
+// found by the workspace it binds and killed; another bwrap is not.
+func TestKillStartingEndsABwrapLeftBlocked(t *testing.T) {
+	requireBwrap(t)
+	d, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(ws string) (*exec.Cmd, *os.File) {
+		t.Helper()
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(d.bwrap, "--ro-bind", "/", "/", "--bind", ws, "/workspace", "--block-fd", "3", "--", "true")
+		cmd.ExtraFiles = []*os.File{r}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		t.Cleanup(func() { w.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd, w
+	}
+	target, other := t.TempDir(), t.TempDir()
+	victim, _ := start(target)
+	bystander, _ := start(other)
+	done := make(chan error, 1)
+	go func() { done <- victim.Wait() }()
+	time.Sleep(100 * time.Millisecond) // let both reach their block
+	if err := d.KillStarting(context.Background(), target); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the blocked bwrap on the pooled workspace still runs")
+	}
+	if err := bystander.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the other bwrap was killed too: %v", err)
 	}
 }
