@@ -16,19 +16,19 @@ import (
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
 )
 
-// TestSandboxWakesFromTheWarmPool: with the default configuration a new
-// sandbox, and a stopped one when it starts again, runs in a sandbox the
-// daemon started ahead (its hostname is the pool's name for it), with its
-// workspace, and reaches out through the egress proxy as any sandbox
-// does (its socket is made at assignment); with warm_pool = 0 a sandbox
-// starts as it always did.
+// TestSandboxWakesFromTheWarmPool: with warm_pool = 2 a new sandbox, and
+// a stopped one when it starts again, runs in a sandbox the daemon started
+// ahead (its hostname is the pool's name for it), with its workspace, and
+// reaches out through the egress proxy as any sandbox does (its socket is
+// made at assignment); with the default (warm_pool = 0) a sandbox starts as
+// it always did.
 func TestSandboxWakesFromTheWarmPool(t *testing.T) {
 	ctx := context.Background()
 	outside := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "outside") }))
 	defer outside.Close()
 	_, port, _ := net.SplitHostPort(outside.Listener.Addr().String())
 
-	d := daemontest.Start(t)
+	d := daemontest.Start(t, func(c *config.Config) { c.Sandbox.WarmPool = 2 })
 	c := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(d.AdminKey))
 	metrics := func() string {
 		t.Helper()
@@ -84,7 +84,7 @@ func TestSandboxWakesFromTheWarmPool(t *testing.T) {
 		t.Fatalf("metrics do not count 2 assignments:\n%s", grepLines(m, "pool"))
 	}
 
-	off := daemontest.Start(t, func(c *config.Config) { c.Sandbox.WarmPool = 0 })
+	off := daemontest.Start(t)
 	co := agentkernel.New(agentkernel.WithBaseURL(off.URL), agentkernel.WithAPIKey(off.AdminKey))
 	sb2, err := co.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{})
 	if err != nil {
@@ -93,7 +93,7 @@ func TestSandboxWakesFromTheWarmPool(t *testing.T) {
 	defer co.Sandboxes.Delete(ctx, sb2.ID)
 	res, err := co.Sandboxes.Exec(ctx, sb2.ID, agentkernel.ExecParams{Command: "hostname"})
 	if err != nil || strings.TrimSpace(res.Stdout) != sb2.ID {
-		t.Fatalf("with warm_pool = 0 the sandbox runs in %q, want its own %s (%v)", res.Stdout, sb2.ID, err)
+		t.Fatalf("by default the sandbox runs in %q, want its own %s (%v)", res.Stdout, sb2.ID, err)
 	}
 }
 
