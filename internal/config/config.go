@@ -152,6 +152,11 @@ type SandboxConfig struct {
 	ReapInterval Duration `toml:"reap_interval"`
 	// MaxFileBytes limits one file read or written through the files API.
 	MaxFileBytes int64 `toml:"max_file_bytes"`
+	// WarmPool is how many process-driver sandboxes wait started and
+	// unassigned per shape (image, limits, network), so that a wake takes
+	// one instead of starting bwrap and the guest; 0 turns the pool off.
+	// The docker driver does not pool: its sandboxes always start fresh.
+	WarmPool int `toml:"warm_pool"`
 }
 
 // StoreConfig selects the state store.
@@ -194,6 +199,13 @@ type LogConfig struct {
 	Format string `toml:"format"` // text|json
 }
 
+// DefaultWarmPool is [sandbox] warm_pool's default: pooled sandboxes per
+// shape. Off for now: a pooled sandbox's bwrap command line names its pool
+// slot, not the sandbox it was assigned to, and tools (the crash tests
+// among them) that find a sandbox's processes by "/<id>/workspace" in it
+// do not find it.
+const DefaultWarmPool = 0
+
 // Default returns the embedded defaults: no file, no services.
 func Default() Config {
 	return Config{
@@ -217,6 +229,7 @@ func Default() Config {
 			BackupTTL:    Duration(7 * 24 * time.Hour),
 			ReapInterval: Duration(10 * time.Second),
 			MaxFileBytes: 64 << 20,
+			WarmPool:     DefaultWarmPool,
 			// 30m, as tools.DefaultBackgroundCap.
 			BackgroundCap: Duration(sandbox.DefaultBackgroundCap),
 		},

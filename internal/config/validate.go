@@ -125,6 +125,9 @@ func (c *Config) Validate() error {
 	if sb.MaxFileBytes < 1 {
 		add(&FieldError{Field: "sandbox.max_file_bytes", Value: fmt.Sprint(sb.MaxFileBytes), Accepted: "a positive number of bytes", Reason: "out of range"})
 	}
+	if sb.WarmPool < 0 || sb.WarmPool > 64 {
+		add(&FieldError{Field: "sandbox.warm_pool", Value: fmt.Sprint(sb.WarmPool), Accepted: "0 (no pool) to 64 pooled sandboxes per shape", Reason: "out of range"})
+	}
 	if c.Files.MaxUploadBytes < 1 {
 		add(&FieldError{Field: "files.max_upload_bytes", Value: fmt.Sprint(c.Files.MaxUploadBytes), Accepted: "a positive number of bytes", Reason: "out of range"})
 	}

@@ -68,6 +68,7 @@ func newSandboxManager(cfg config.Config, st store.Store, blobs blob.Store, pins
 		BackgroundCap:     cfg.Sandbox.BackgroundCap.D(),
 		BackupTTL:         cfg.Sandbox.BackupTTL.D(),
 		ReapInterval:      cfg.Sandbox.ReapInterval.D(),
+		WarmPool:          cfg.Sandbox.WarmPool,
 		Log:               log,
 		Registry:          reg,
 		Faults:            sandboxFaults(cfg.Home),
@@ -75,6 +76,9 @@ func newSandboxManager(cfg config.Config, st store.Store, blobs blob.Store, pins
 	if err != nil {
 		dock.Close()
 		return nil, nil, err
+	}
+	if cfg.Sandbox.WarmPool > 0 && cfg.Sandbox.Driver != process.Name {
+		log.Info("the warm pool serves process-driver sandboxes only: sandboxes of the default driver start fresh", "driver", cfg.Sandbox.Driver, "warm_pool", cfg.Sandbox.WarmPool)
 	}
 	return m, []func() error{dock.Close}, nil
 }

@@ -170,3 +170,10 @@ func IsNotFound(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == codeNotFound
 }
+
+// Assign gives a pooled sandbox to its sandbox: env is the sandbox's
+// environment for every command from now on (see AssignRequest). A
+// guest that was assigned before answers 409.
+func (c *Client) Assign(ctx context.Context, env map[string]string) error {
+	return c.call(ctx, http.MethodPost, "/assign", nil, AssignRequest{Env: env}, nil)
+}

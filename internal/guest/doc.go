@@ -45,6 +45,8 @@
 // outside the work dir are the caller's explicit choice and work as usual.
 //
 //	GET  /health                     → {"ok":true,"pid":1,"uptime_ms":N}
+//	POST /assign                     AssignRequest {"env":{…}} → 204; once: gives a pooled
+//	                                   sandbox to its sandbox (see AssignRequest), 409 after
 //	POST /exec                       ExecRequest → NDJSON stream of ExecFrame:
 //	                                   {"stream":"stdout","data":"<base64>"} … then
 //	                                   {"exit_code":N,"duration_ms":N,"timed_out":bool}

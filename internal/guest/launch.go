@@ -40,7 +40,7 @@ func (s *Server) command(req ExecRequest) (*command, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%w: cwd %q is not a directory", errBadRequest, dir)
 	}
-	return &command{argv: argv, env: mergeEnv(s.cfg.Env, req.Env), dir: dir}, nil
+	return &command{argv: argv, env: mergeEnv(s.baseEnv(), req.Env), dir: dir}, nil
 }
 
 // start launches c with the given output files in its own process group.

@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&cfg.EgressCA, "egress-ca", "", "the egress proxy's CA certificate, appended to the trust store")
 	fs.StringVar(&cfg.CABundle, "ca-bundle", "", "where to write the trust store with the egress CA appended")
 	fs.Uint64Var(&cfg.ChildRlimitAS, "child-rlimit-as", 0, "RLIMIT_AS in bytes for every command (0: none)")
+	poolFD := fs.Int("pool-fd", -1, "inherited read end of the daemon's pool pipe: the guest ends when it closes before the sandbox is assigned")
 	reapAll := fs.Bool("reap-all", os.Getpid() == 1, "reap every child (default when PID 1)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -77,6 +78,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	// files (/proc/1/mem, /proc/1/fd, pidfd_getfd): the secret and the
 	// daemon's socket live there.
 	keep := map[int]bool{*listenFD: true, *secretFD: true}
+	if *poolFD >= 0 {
+		keep[*poolFD] = true
+	}
 	if err := closeOnExecInherited(keep); err != nil {
 		fmt.Fprintln(stderr, "guest:", err)
 		return 1
@@ -102,6 +106,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		cfg.Listener = ln
 	}
 
+	if *poolFD >= 0 {
+		// Non-blocking, so that os.File polls it and the assignment's
+		// Close ends the pending read.
+		if err := unix.SetNonblock(*poolFD, true); err != nil {
+			fmt.Fprintf(stderr, "guest: --pool-fd %d: %v\n", *poolFD, err)
+			return 1
+		}
+		unix.CloseOnExec(*poolFD)
+		cfg.PoolPipe = os.NewFile(uintptr(*poolFD), "pool-pipe")
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	srv, err := NewServer(cfg)

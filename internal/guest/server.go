@@ -58,6 +58,10 @@ type Config struct {
 	ReapAll bool
 	// Env is the base environment of children (default os.Environ()).
 	Env []string
+	// PoolPipe, if set, is the read end of a pipe whose write end the
+	// daemon holds while this sandbox waits, unassigned, in its warm pool
+	// (--pool-fd): when it closes before POST /assign, the guest ends.
+	PoolPipe *os.File
 	// ChildRlimitAS, if not 0, is RLIMIT_AS in bytes for every command
 	// (the process driver's fallback when cgroups are not available).
 	ChildRlimitAS uint64
@@ -96,6 +100,11 @@ type Server struct {
 	handler http.Handler
 	// agentHandler serves the agent socket.
 	agentHandler http.Handler
+
+	// envMu guards cfg.Env, which an assignment (POST /assign) extends,
+	// and assigned.
+	envMu    sync.RWMutex
+	assigned bool
 
 	// execs tracks running exec'd commands so shutdown can kill them.
 	execMu sync.Mutex
@@ -166,6 +175,12 @@ func NewServer(cfg Config) (*Server, error) {
 // done, then shuts down: running commands' process groups are killed and
 // the sockets it created are removed.
 func (s *Server) Serve(ctx context.Context) error {
+	if s.cfg.PoolPipe != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go s.watchPool(cancel)
+	}
 	if err := os.MkdirAll(s.cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("guest: state dir: %w", err)
 	}
@@ -292,6 +307,7 @@ func (s *Server) resolve(p string) string {
 func (s *Server) routes() (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("POST /assign", s.handleAssign)
 	mux.HandleFunc("POST /exec", s.handleExec)
 	mux.HandleFunc("GET /ops/{op_id}", s.handleGetOp)
 	mux.HandleFunc("POST /processes", s.handleStartProcess)

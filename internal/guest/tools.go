@@ -113,7 +113,7 @@ func (h *toolHandler) toolsetLocked(extra map[string]string) map[string]anthropi
 		}
 	}
 	env := map[string]string{}
-	for _, kv := range mergeEnv(h.s.cfg.Env, nil) {
+	for _, kv := range mergeEnv(h.s.baseEnv(), nil) {
 		if k, v, ok := strings.Cut(kv, "="); ok && !strings.HasPrefix(k, "ANTHROPIC_") {
 			env[k] = v
 		}

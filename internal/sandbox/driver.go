@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"time"
 )
 
@@ -94,6 +95,13 @@ type Spec struct {
 	Env       map[string]string
 	Labels    map[string]string
 	Mounts    []Mount
+	// PoolPipe, set only for a Pooler driver, starts the sandbox for a
+	// warm pool: it is the read end of a pipe whose write end the manager
+	// holds until the sandbox is assigned. The driver hands it to the
+	// guest (--pool-fd), which ends when the pipe closes unassigned, so no
+	// pooled sandbox outlives the daemon that pooled it. The caller closes
+	// its copy once Start returns.
+	PoolPipe *os.File
 }
 
 // Handle identifies a started sandbox. State is opaque driver data that the
@@ -146,6 +154,26 @@ type Driver interface {
 	// socket of its own there, it checks that the listener is the
 	// sandbox's guest (ErrUntrustedPeer otherwise).
 	Dial(ctx context.Context, h *Handle) (net.Conn, error)
+}
+
+// Pooler is an optional capability: the driver can start sandboxes ahead
+// of need for the manager's warm pool (Spec.PoolPipe set, the spec naming
+// the pool slot's ID and directories and nothing of a tenant) and hand one
+// over to a sandbox later.
+type Pooler interface {
+	// Adopt makes the running pooled instance h the instance of sandbox
+	// spec.ID and returns its handle. The caller has already moved the
+	// slot's run dir to spec.RunDir and the sandbox's workspace and
+	// runtime dir into the directories the instance has mounted; only
+	// spec.ID and spec.RunDir are read.
+	Adopt(ctx context.Context, h *Handle, spec Spec) (*Handle, error)
+	// Mount attaches extra mounts (Spec.Mounts) to the running pooled
+	// instance h before it is assigned, as a start would have.
+	Mount(ctx context.Context, h *Handle, mounts []Mount) error
+	// KillStarting ends whatever is left of a pooled sandbox whose start
+	// was cut short (the daemon died before it had a handle): every
+	// process of the driver's started on workspaceDir.
+	KillStarting(ctx context.Context, workspaceDir string) error
 }
 
 // Lister is an optional capability: find the sandboxes this driver started,

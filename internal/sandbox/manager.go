@@ -101,6 +101,10 @@ type ManagerConfig struct {
 	// Reaped, when set, receives a report of every reaper pass (a test
 	// signal).
 	Reaped chan<- ReapReport
+	// WarmPool is how many pooled sandboxes wait per shape (driver, image,
+	// limits, network) for drivers that can pool (Pooler: the process
+	// driver); 0 disables the pool. See pool.go.
+	WarmPool int
 	// faults injects failures in tests (nil in production).
 	Faults *Faults
 }
@@ -112,6 +116,11 @@ type Faults struct {
 	BeforeSnapshotVerify func(sandboxID string) error
 	// BeforeStop runs after the backup is recorded, before the driver stops.
 	BeforeStop func(sandboxID string) error
+	// PoolAssign runs at each step of an assignment from the warm pool
+	// ("journal", "workspace", "runtime", "rundir", "adopted", "assigned");
+	// a non-nil error stops the assignment there as if the daemon had died:
+	// nothing is cleaned up or undone, and the wake returns the error.
+	PoolAssign func(sandboxID, step string) error
 }
 
 // Manager runs the sandbox lifecycle: create, lazy warm-up on every call,
@@ -128,6 +137,7 @@ type Manager struct {
 	hooks   []Hooks
 
 	reaper reaperLoop
+	pool   warmPool
 }
 
 // entry is this node's in-memory companion of a sandbox: the lifecycle lock
@@ -155,6 +165,15 @@ type entry struct {
 	// egress is the listener the proxy serves for this sandbox while its
 	// instance runs (NetworkEgress only).
 	egress net.Listener
+	// pooled: the instance was just assigned from the warm pool (warmUp
+	// skips the probe and the marker read: its /tmp is new), its workspace
+	// stamped with poolGen, the generation it warms to; poolKey and
+	// poolTrash are for the refill once the wake is done (refillAfter).
+	pooled     bool
+	poolGen    int64
+	poolKey    poolKey
+	poolTrash  string
+	poolOldRun string
 }
 
 // NewManager builds a manager. It does not recover or reap until Recover
@@ -212,7 +231,21 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 			return nil, fmt.Errorf("sandbox %s: %w", d.name, err)
 		}
 	}
+	if cfg.WarmPool < 0 {
+		return nil, fmt.Errorf("sandbox: warm_pool = %d: want 0 (off) or more", cfg.WarmPool)
+	}
+	if cfg.WarmPool > 0 {
+		pools := false
+		for _, d := range cfg.Drivers {
+			_, ok := d.(Pooler)
+			pools = pools || ok
+		}
+		if !pools {
+			return nil, fmt.Errorf("sandbox: warm_pool = %d, but no configured driver (%s) can pool sandboxes (only the process driver can): set warm_pool = 0", cfg.WarmPool, driverList(cfg.Drivers))
+		}
+	}
 	m := &Manager{cfg: cfg, log: cfg.Log, clock: cfg.Clock, entries: map[string]*entry{}}
+	m.pool.size, m.pool.shapes = cfg.WarmPool, map[poolKey]*shapePool{}
 	m.metrics = newMetrics(cfg.Registry, m)
 	return m, nil
 }
@@ -479,9 +512,11 @@ func (m *Manager) entry(id string) *entry {
 	return e
 }
 
-func (m *Manager) driverNames() string {
+func (m *Manager) driverNames() string { return driverList(m.cfg.Drivers) }
+
+func driverList(drivers map[string]Driver) string {
 	var s string
-	for n := range m.cfg.Drivers {
+	for n := range drivers {
 		if s != "" {
 			s += ", "
 		}

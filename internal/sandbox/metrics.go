@@ -15,6 +15,7 @@ type metrics struct {
 	snapshotDuration *prometheus.HistogramVec
 	snapshotBytes    *prometheus.CounterVec
 	hibernations     *prometheus.CounterVec
+	poolAssign       *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
@@ -36,7 +37,15 @@ func newMetrics(reg prometheus.Registerer, m *Manager) *metrics {
 			Name: "agentkernel_sandbox_hibernations_total", Help: "Sandboxes stopped after a verified snapshot, by reason.",
 		}, []string{"driver", "reason"}),
 	}
-	reg.MustRegister(mt.warmup, mt.restore, mt.snapshotDuration, mt.snapshotBytes, mt.hibernations, &stateCollector{m: m})
+	mt.poolAssign = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentkernel_sandbox_pool_starts_total",
+		Help: "Instance starts by how they began: assigned from the warm pool, fresh because the pool was empty (pool_empty) or the assignment failed (assign_failed, logged), or fresh because its driver does not pool (not_pooled: docker).",
+	}, []string{"driver", "result"})
+	poolReady := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "agentkernel_sandbox_pool_ready",
+		Help: "Pooled sandboxes started and waiting for a wake, all shapes together.",
+	}, func() float64 { _, ready := m.PoolStats(); return float64(ready) })
+	reg.MustRegister(mt.warmup, mt.restore, mt.snapshotDuration, mt.snapshotBytes, mt.hibernations, mt.poolAssign, poolReady, &stateCollector{m: m})
 	return mt
 }
 

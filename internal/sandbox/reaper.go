@@ -31,6 +31,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if m.reaper.cancel != nil {
 		return nil
 	}
+	m.startPool(ctx)
 	ctx, m.reaper.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	m.reaper.done = make(chan struct{})
 	go func(done chan struct{}) {
@@ -67,9 +68,11 @@ func (m *Manager) Stop() {
 	<-done
 }
 
-// Close stops the reaper and closes guest clients. Sandboxes keep running.
+// Close stops the reaper, ends the pooled sandboxes that wait in the warm
+// pool and closes guest clients. Sandboxes keep running.
 func (m *Manager) Close() {
 	m.Stop()
+	m.closePool()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, e := range m.entries {

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/agentkernel/agentkernel/internal/store"
 )
@@ -21,6 +22,11 @@ type RecoverReport struct {
 // (active again; the idle reaper will retry) or gone (cold).
 func (m *Manager) Recover(ctx context.Context) (RecoverReport, error) {
 	var rep RecoverReport
+	// First: an assignment from the warm pool that an earlier process left
+	// half done has the sandbox's files in the pool's directories.
+	if err := m.sweepPoolOnce(ctx); err != nil {
+		return rep, fmt.Errorf("sandbox pool left by an earlier run: %w", err)
+	}
 	sbs, err := m.cfg.Store.ListSandboxes(ctx, store.ListSandboxesParams{})
 	if err != nil {
 		return rep, err

@@ -58,6 +58,11 @@ func (m *Manager) wake(ctx context.Context, e *entry, id string) error {
 		}
 	}
 	err = m.warmUp(ctx, e, sb)
+	if e.poolTrash != "" {
+		// The wake is done with the CPU: the pool may refill.
+		m.refillAfter(e.poolKey, e.poolTrash, e.poolOldRun)
+		e.poolTrash, e.poolOldRun = "", ""
+	}
 	if errors.Is(err, ErrUntrustedPeer) {
 		// Something inside the sandbox replaced the guest's socket (it can
 		// in a docker sandbox, where the socket's directory is shared): the
@@ -106,15 +111,38 @@ func (m *Manager) startDriver(ctx context.Context, e *entry, sb *store.Sandbox) 
 		return nil, err
 	}
 	limits := m.limitsOf(sb)
-	run, err := m.resetRunDir(sb.ID)
-	if err != nil {
-		return nil, err
-	}
 	// Sandboxes created by earlier versions have none yet.
 	if err := os.MkdirAll(m.runtimeDir(sb.ID), 0o755); err != nil {
 		return nil, err
 	}
 	mounts, env := m.hookMounts(sb)
+	if key, ok := m.poolKeyOf(sb); ok {
+		if slot := m.take(key); slot != nil {
+			assigned, err := m.assign(ctx, e, sb, slot, mounts, env)
+			if err == nil {
+				return assigned, nil
+			}
+			var crash *poolCrash
+			var stuck *poolStuck
+			if errors.As(err, &crash) || errors.As(err, &stuck) {
+				return nil, err
+			}
+			m.log.WarnContext(ctx, "sandbox pool: assignment failed, starting a fresh sandbox", "sandbox", sb.ID, "slot", slot.id, "err", err)
+			m.metrics.poolAssign.WithLabelValues(key.Driver, "assign_failed").Inc()
+			if sb, err = m.cfg.Store.GetSandbox(ctx, sb.ID); err != nil {
+				return nil, err
+			}
+		} else {
+			m.metrics.poolAssign.WithLabelValues(key.Driver, "pool_empty").Inc()
+		}
+	} else if m.pool.size > 0 {
+		// A driver that does not pool (docker).
+		m.metrics.poolAssign.WithLabelValues(sb.Driver, "not_pooled").Inc()
+	}
+	run, err := m.resetRunDir(sb.ID)
+	if err != nil {
+		return nil, err
+	}
 	egressDir, err := m.openEgress(e, sb)
 	if err != nil {
 		return nil, err
@@ -237,10 +265,18 @@ func (m *Manager) markCold(ctx context.Context, sb *store.Sandbox) (*store.Sandb
 // restoreIfNeeded), mount resources, set contexts, write the marker with a
 // new generation.
 func (m *Manager) warmUp(ctx context.Context, e *entry, sb *store.Sandbox) error {
-	if err := m.probe(ctx, e, sb); err != nil {
-		return err
+	// A pooled instance ran `exec true` before it was pooled and has just
+	// answered its assignment: no probe.
+	// A pooled instance's workspace was stamped with the generation it is
+	// warming to when it was moved in (assign).
+	pooled, poolGen := e.pooled, e.poolGen
+	e.pooled = false
+	if !pooled {
+		if err := m.probe(ctx, e, sb); err != nil {
+			return err
+		}
 	}
-	if m.markerOK(ctx, e.client, sb.Generation) && sb.Generation > 0 {
+	if !pooled && m.markerOK(ctx, e.client, sb.Generation) && sb.Generation > 0 {
 		// Already warm (e.g. the daemon died between writing the marker and
 		// recording it): only the record is missing.
 		if sb.WarmedAt == nil {
@@ -254,7 +290,7 @@ func (m *Manager) warmUp(ctx context.Context, e *entry, sb *store.Sandbox) error
 	// The marker is missing: a fresh or recycled sandbox. Its workspace may
 	// still be current (the stamp says so); restore happened before start if
 	// it was not.
-	if stamp := m.readStamp(sb.ID); stamp < sb.Generation {
+	if stamp := m.readStamp(sb.ID); !pooled && stamp < sb.Generation {
 		if b, err := m.cfg.Store.LatestBackup(ctx, backupKey(sb), m.clock.Now()); err == nil && b.Generation > stamp {
 			// A recycled instance whose workspace is older than our last
 			// backup: restart it around a host-side restore.
@@ -267,6 +303,7 @@ func (m *Manager) warmUp(ctx context.Context, e *entry, sb *store.Sandbox) error
 			if sb, err = m.startDriver(ctx, e, sb); err != nil {
 				return err
 			}
+			e.pooled = false
 			if err := m.probe(ctx, e, sb); err != nil {
 				return err
 			}
@@ -275,13 +312,19 @@ func (m *Manager) warmUp(ctx context.Context, e *entry, sb *store.Sandbox) error
 	if err := m.runAfterWarm(ctx, sb, e.client); err != nil {
 		return fmt.Errorf("sandbox %s: warm-up: %w", sb.ID, err)
 	}
-	gen := max(sb.Generation, m.readStamp(sb.ID)) + 1
-	if err := m.writeStamp(sb.ID, gen); err != nil {
-		return err
+	gen := poolGen
+	if !pooled {
+		gen = max(sb.Generation, m.readStamp(sb.ID)) + 1
+		if err := m.writeStamp(sb.ID, gen); err != nil {
+			return err
+		}
 	}
 	if err := e.client.WriteFile(ctx, guest.WriteFileRequest{Path: WarmMarkerPath, Data: []byte(strconv.FormatInt(gen, 10)), Mode: 0o644}); err != nil {
 		return fmt.Errorf("sandbox %s: write warm marker: %w", sb.ID, err)
 	}
+	// Just written: as good as a probe of it.
+	e.probedAt.Store(time.Now().UnixNano())
+	e.probedGen.Store(gen)
 	now := m.clock.Now()
 	sb.Generation, sb.WarmedAt, sb.LastActivityAt = gen, &now, now
 	if _, err := m.cfg.Store.UpdateSandbox(ctx, sb); err != nil {
@@ -294,6 +337,12 @@ func (m *Manager) warmUp(ctx context.Context, e *entry, sb *store.Sandbox) error
 // probe waits for the guest socket, then runs `exec true` until it answers,
 // at most ProbeAttempts times.
 func (m *Manager) probe(ctx context.Context, e *entry, sb *store.Sandbox) error {
+	return probeGuest(ctx, e.dial, e.client, sb.Driver, sb.ID)
+}
+
+// probeGuest is probe for any guest: dial reaches its socket, c talks to
+// it.
+func probeGuest(ctx context.Context, dial guest.Dialer, c *guest.Client, driver, id string) error {
 	// Waiting for the socket is not a probe attempt: it is how long the
 	// driver takes to start the guest (the process driver's socket exists
 	// before the guest does; a docker guest creates its own).
@@ -301,7 +350,7 @@ func (m *Manager) probe(ctx context.Context, e *entry, sb *store.Sandbox) error 
 	// Poll finely: the guest of a process sandbox is up within ~15 ms, and
 	// every millisecond of sleep past that is wake latency.
 	for delay := 200 * time.Microsecond; time.Now().Before(deadline); delay = min(delay*2, 2*time.Millisecond) {
-		conn, err := e.dial(ctx)
+		conn, err := dial(ctx)
 		if err == nil {
 			conn.Close()
 			break
@@ -317,7 +366,7 @@ func (m *Manager) probe(ctx context.Context, e *entry, sb *store.Sandbox) error 
 	delay := 2 * time.Millisecond
 	for range ProbeAttempts {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		res, err := e.client.Exec(pctx, guest.ExecRequest{Argv: []string{"true"}}, nil)
+		res, err := c.Exec(pctx, guest.ExecRequest{Argv: []string{"true"}}, nil)
 		cancel()
 		if err == nil && res.ExitCode == 0 {
 			return nil
@@ -334,7 +383,7 @@ func (m *Manager) probe(ctx context.Context, e *entry, sb *store.Sandbox) error 
 		}
 		delay = min(delay*2, time.Second)
 	}
-	return &UnavailableError{Driver: sb.Driver, Reason: fmt.Sprintf("sandbox %s did not answer `exec true` after %d attempts: %v", sb.ID, ProbeAttempts, last)}
+	return &UnavailableError{Driver: driver, Reason: fmt.Sprintf("sandbox %s did not answer `exec true` after %d attempts: %v", id, ProbeAttempts, last)}
 }
 
 func (m *Manager) markerOK(ctx context.Context, c *guest.Client, gen int64) bool {

@@ -46,6 +46,8 @@ const (
 	infoFd   = 4
 	secretFd = 5
 	listenFd = 6
+	// poolFd is the pool pipe of a pooled sandbox (Spec.PoolPipe).
+	poolFd = 7
 )
 
 // bwrapArgs builds bwrap's command line. root is the image rootfs, or ""
@@ -126,6 +128,9 @@ func (d *Driver) bwrapArgs(spec sandbox.Spec, root string, guestFlags []string) 
 		"--state-dir", guestStateDir,
 		"--workdir", sandbox.WorkspacePath,
 	)
+	if spec.PoolPipe != nil {
+		a = append(a, "--pool-fd", fmt.Sprint(poolFd))
+	}
 	return append(a, guestFlags...), nil
 }
 

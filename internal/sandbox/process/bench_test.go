@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"testing"
@@ -173,6 +174,68 @@ func BenchmarkCgroupSetup(b *testing.B) {
 		if err := removeCgroups(cg.dirs); err != nil {
 			b.Fatal(err)
 		}
+	}
+	reportPercentiles(b, samples)
+}
+
+// BenchmarkWakePooled: the driver's part of a wake from the warm pool —
+// the sandbox (default limits in cgroups) was started ahead with a pool
+// pipe (untimed); timed is renaming its run dir to the sandbox's, Adopt,
+// and the guest's answer to POST /assign. BenchmarkWake's limits=cgroup
+// is the same wake without the pool.
+//
+//	go test -run '^$' -bench 'Wake' -benchtime 100x ./internal/sandbox/process/
+func BenchmarkWakePooled(b *testing.B) {
+	requireBwrap(b)
+	guestBin := sandboxtest.BuildGuest(b)
+	d, err := New(Config{GuestArgs: []string{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	parent := b.TempDir()
+	var samples []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		spec := benchSpec(b, guestBin)
+		spec.ID = "wrm-bench-" + strconv.Itoa(i)
+		spec.Limits = sandbox.DefaultLimitPolicy().Default
+		r, w, err := os.Pipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		spec.PoolPipe = r
+		h, err := d.Start(ctx, spec)
+		r.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := sandboxtest.Client(d, h)
+		sandboxtest.WaitHealthy(b, c)
+		c.Close()
+		newRun := filepath.Join(parent, "sbx-"+strconv.Itoa(i))
+		b.StartTimer()
+		begin := time.Now()
+		if err := os.Rename(spec.RunDir, newRun); err != nil {
+			b.Fatal(err)
+		}
+		h2, err := d.Adopt(ctx, h, sandbox.Spec{ID: "sbx-bench-" + strconv.Itoa(i), RunDir: newRun})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c = sandboxtest.Client(d, h2)
+		if err := c.Assign(ctx, map[string]string{"K": "v"}); err != nil {
+			b.Fatal(err)
+		}
+		samples = append(samples, time.Since(begin))
+		b.StopTimer()
+		w.Close()
+		c.Close()
+		if err := d.Destroy(ctx, h2); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
 	}
 	reportPercentiles(b, samples)
 }

@@ -9,6 +9,9 @@
 // Sandboxes outlive the daemon: bwrap runs without --die-with-parent in a
 // new session, and the handle's state (guest pid + its start time from
 // /proc, cgroup dirs) is enough for a new daemon to find and stop it.
+// A sandbox started for the manager's warm pool (Spec.PoolPipe) does not
+// outlive the daemon until it is assigned: its guest ends when the pipe's
+// write end, which the manager holds, closes (Adopt, the manager's pool).
 package process
 
 import (
@@ -63,6 +66,7 @@ type bwrapProc struct {
 var (
 	_ sandbox.Driver       = (*Driver)(nil)
 	_ sandbox.ImageChecker = (*Driver)(nil)
+	_ sandbox.Pooler       = (*Driver)(nil)
 )
 
 // New returns a driver, or an *sandbox.UnavailableError when bwrap is not

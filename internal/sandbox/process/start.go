@@ -92,6 +92,9 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (*sandbox.Handle,
 	cmd := exec.Command(d.bwrap, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{blockR, infoW, secretR, lnFile} // fds 3 to 6
+	if spec.PoolPipe != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, spec.PoolPipe) // fd 7
+	}
 	// A session of its own: the daemon's terminal or process group going
 	// away must not signal the sandbox.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -140,6 +143,43 @@ func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (*sandbox.Handle,
 	}
 	d.log.Info("sandbox started", "sandbox", spec.ID, "pid", childPID, "limits", st.Limits)
 	return &sandbox.Handle{ID: spec.ID, Driver: Name, Secret: spec.Secret, State: raw}, nil
+}
+
+// Adopt implements sandbox.Pooler: the pooled instance h, whose run dir
+// the manager has moved to spec.RunDir, becomes sandbox spec.ID's. Its
+// guest socket is the same socket file under the new name (checked by
+// inode); its cgroups keep the slot's name, which its state records.
+func (d *Driver) Adopt(_ context.Context, h *sandbox.Handle, spec sandbox.Spec) (*sandbox.Handle, error) {
+	st, err := decodeState(h)
+	if err != nil {
+		return nil, err
+	}
+	if spec.ID == "" || strings.ContainsAny(spec.ID, "/\x00") || spec.ID == "." || spec.ID == ".." {
+		return nil, fmt.Errorf("process driver: sandbox id %q must be non-empty without '/'", spec.ID)
+	}
+	if fi, err := os.Lstat(spec.RunDir); err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("process driver: RunDir %q must be a private directory (mode 0700, not a symlink)", spec.RunDir)
+	}
+	if !st.alive() {
+		return nil, fmt.Errorf("process driver: adopt %s into %s (pid %d not running): %w", h.ID, spec.ID, st.PID, sandbox.ErrGone)
+	}
+	sock := filepath.Join(spec.RunDir, SocketName)
+	if ino, err := sandbox.SocketIno(sock); err != nil || ino != st.SocketIno {
+		return nil, fmt.Errorf("process driver: adopt %s into %s: %s is not the pooled guest's socket (%v)", h.ID, spec.ID, sock, err)
+	}
+	st.Socket = sock
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	if p, ok := d.running[h.ID]; ok {
+		delete(d.running, h.ID)
+		d.running[spec.ID] = p
+	}
+	d.mu.Unlock()
+	d.log.Info("pooled sandbox assigned", "slot", h.ID, "sandbox", spec.ID, "pid", st.PID)
+	return &sandbox.Handle{ID: spec.ID, Driver: Name, Secret: h.Secret, State: raw}, nil
 }
 
 // listen creates the guest's listening socket at path and returns it as a
