@@ -226,10 +226,12 @@ type modelResult struct {
 }
 
 // modelCall makes the step's model request as a journalled op (seed 003):
-// op_started before the request; each content block appended as an agent
-// event the moment it is complete, and as a stream chunk; op_completed
-// with the response. The op id goes with the request as its idempotency
-// key (sent where the provider's route names an idempotency header).
+// op_started before the request, in the write of the span's start; each
+// content block appended as an agent event the moment it is complete (a
+// built-in tool use with its call's op_started, see appendBlock), and as
+// a stream chunk; op_completed with the response. The op id goes with
+// the request as its idempotency key (sent where the provider's route
+// names an idempotency header).
 // Found in the journal, the op is decided by journal.Decide: a completed
 // request is replayed from its record; a started one is resent as it was,
 // under the same key, when the upstream dedupes on it, else it goes on
@@ -247,11 +249,21 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 	}
 	req.IdempotencyKey = opID
 	args, _ := json.Marshal(map[string]any{"model": req.Model})
-	op, err := r.cfg.Store.StartOp(ctx, &store.Op{ID: opID, SessionID: w.id, Kind: journal.KindModelRequest,
-		TurnSeq: ts.turnSeq, Step: step, Args: args, Status: store.OpStarted, StartedAt: r.cfg.Clock.Now()})
+	// op_started is stored with the span's start, in one write; an op
+	// already in the journal refuses both, and is decided below.
+	start := newEvent(EventSpanModelStart, nil)
+	start.Op = &store.EventOp{Start: &store.Op{ID: opID, SessionID: w.id, Kind: journal.KindModelRequest,
+		TurnSeq: ts.turnSeq, Step: step, Args: args, Status: store.OpStarted, StartedAt: r.cfg.Clock.Now()}}
+	evs, err := r.cfg.Events.Append(ctx, w.id, []store.NewEvent{start})
+	var op *store.Op
+	if errors.Is(err, store.ErrAlreadyExists) {
+		if found, gerr := r.cfg.Store.GetOp(ctx, w.id, opID); gerr == nil {
+			op = found
+		}
+	}
 	resumed, resend := false, false
 	switch {
-	case errors.Is(err, store.ErrAlreadyExists) && op != nil:
+	case op != nil:
 		act, derr := journal.Decide(op.Kind, journal.State{Completed: op.Status == store.OpCompleted,
 			Keyed: prov.Route.IdempotencyHeader != ""})
 		if derr != nil {
@@ -277,8 +289,10 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 		}
 	case err != nil:
 		return nil, fmt.Errorf("journal the model request: %w", err)
+	default:
+		w.appended(ctx, evs)
 	}
-	if !resumed || w.conv.spanOpen == "" {
+	if resumed && w.conv.spanOpen == "" {
 		evs, err := r.cfg.Events.Append(ctx, w.id, []store.NewEvent{newEvent(EventSpanModelStart, nil)})
 		if err != nil {
 			return nil, err
@@ -329,11 +343,9 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 		if b.Type == model.BlockThinking || b.Type == model.BlockRedactedThinking {
 			w.conv.raw[ev.ID] = b
 		}
-		evs, err := r.cfg.Events.Append(ctx, w.id, []store.NewEvent{ev})
-		if err != nil {
+		if err := w.appendBlock(ctx, ts, step, ev); err != nil {
 			return err
 		}
-		w.appended(ctx, evs)
 		delete(w.conv.raw, ev.ID)
 		if b.Type == model.BlockToolUse {
 			b.ID = ev.ID // the id the conversation uses from now on
