@@ -192,7 +192,7 @@ func (w *worker) replayStep(ctx context.Context, ts *turnState, step int64) (*mo
 		// provider.
 		return nil, false, nil
 	}
-	return resp, true, w.closeSpan(ctx, ts, resp, nil)
+	return resp, true, w.closeSpan(ctx, ts, resp, nil, nil)
 }
 
 func (w *worker) modelName(ts *turnState) string {
@@ -277,7 +277,7 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 				return nil, fmt.Errorf("op %s: recorded result: %w", opID, err)
 			}
 			resp := &model.Response{Content: res.Content, StopReason: res.StopReason}
-			return resp, w.closeSpan(ctx, ts, resp, nil)
+			return resp, w.closeSpan(ctx, ts, resp, nil, nil)
 		case journal.Resend:
 			resumed, resend = true, true
 			dropPrefill(req)
@@ -387,7 +387,10 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 		// it was.
 		err = deliver(model.Text(cont))
 	}
-	var usage model.Usage
+	var (
+		usage model.Usage
+		done  *store.EventOp // the op's op_completed, for the span's end to carry
+	)
 	if resp != nil {
 		usage = resp.Usage
 	}
@@ -397,7 +400,11 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 			resp.Content = continued(resp.Content, contText)
 		}
 		resp.Content = append(prefix, resp.Content...)
-		if cerr := w.completeModelOp(ctx, opID, resp); cerr != nil {
+		if len(w.conv.open) > 0 && w.conv.spanOpen != "" {
+			// closeSpan appends the span's end next: op_completed goes
+			// in that write.
+			done = &store.EventOp{Complete: &store.OpCompletion{ID: opID, Result: modelOpResult(resp)}}
+		} else if cerr := w.completeModelOp(ctx, opID, resp); cerr != nil {
 			err = cerr
 		}
 	}
@@ -408,7 +415,7 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 			return resp, err
 		}
 	}
-	return resp, w.closeSpan(ctx, ts, &model.Response{Content: respContent(resp), Usage: usage}, err)
+	return resp, w.closeSpan(ctx, ts, &model.Response{Content: respContent(resp), Usage: usage}, err, done)
 }
 
 func respContent(resp *model.Response) []model.Block {
@@ -418,9 +425,11 @@ func respContent(resp *model.Response) []model.Block {
 	return resp.Content
 }
 
-// closeSpan appends the open span's end. When the call ends the turn (no
-// tool use) the end is held for the turn's closing write.
-func (w *worker) closeSpan(ctx context.Context, ts *turnState, resp *model.Response, callErr error) error {
+// closeSpan appends the open span's end, carrying done (the call's
+// op_completed) when set: modelCall sets it only when the end is appended
+// here, a step with tool uses. When the call ends the turn (no tool use)
+// the end is held for the turn's closing write.
+func (w *worker) closeSpan(ctx context.Context, ts *turnState, resp *model.Response, callErr error, done *store.EventOp) error {
 	if w.conv.spanOpen == "" {
 		return callErr
 	}
@@ -432,7 +441,17 @@ func (w *worker) closeSpan(ctx context.Context, ts *turnState, resp *model.Respo
 		w.conv.spanOpen = ""
 		return nil
 	}
+	end.Op = done
 	evs, err := w.r.cfg.Events.Append(context.WithoutCancel(ctx), w.id, []store.NewEvent{end})
+	if err != nil && done != nil {
+		// The op stays started (recovery takes the step as answered by
+		// the tool uses it delivered); the span still ends, in error.
+		callErr = fmt.Errorf("journal the model response: %w", err)
+		end = newEvent(EventSpanModelEnd, map[string]any{
+			"model_request_start_id": w.conv.spanOpen, "is_error": true, "model_usage": usageJSON(resp.Usage),
+		})
+		evs, err = w.r.cfg.Events.Append(context.WithoutCancel(ctx), w.id, []store.NewEvent{end})
+	}
 	if err == nil {
 		w.appended(ctx, evs)
 	} else if callErr == nil {
@@ -441,8 +460,14 @@ func (w *worker) closeSpan(ctx context.Context, ts *turnState, resp *model.Respo
 	return callErr
 }
 
-func (w *worker) completeModelOp(ctx context.Context, opID string, resp *model.Response) error {
+// modelOpResult is a model request's op_completed record.
+func modelOpResult(resp *model.Response) json.RawMessage {
 	res, _ := json.Marshal(modelResult{Content: resp.Content, StopReason: resp.StopReason, Usage: resp.Usage})
+	return res
+}
+
+func (w *worker) completeModelOp(ctx context.Context, opID string, resp *model.Response) error {
+	res := modelOpResult(resp)
 	_, err := w.r.cfg.Store.CompleteOp(context.WithoutCancel(ctx), w.id, opID, res)
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("journal the model response: %w", err)
