@@ -24,7 +24,8 @@ import (
 //
 // The op's directory is the acceptance: its entry in ops/ is fsynced
 // before the command starts, and that one fsync is all an acceptance
-// costs. A result costs two (the file, then its directory) that share one
+// costs — shared by the acceptances made while it waits (group commit,
+// see accept). A result costs two (the file, then its directory) that share one
 // journal commit (see writeRecord). Fsyncs are
 // most of a journalled call's overhead, so none is spent on what recovery
 // does not need: the accepted file's content is only informational.
@@ -81,33 +82,59 @@ type opTable struct {
 
 	mu      sync.Mutex
 	running map[string]chan struct{} // closed when the op's result is written
+
+	// acceptSync is the group commit of acceptances: the fsync of ops/
+	// that makes new op directories durable serves every acceptance
+	// waiting for one.
+	acceptSync groupSync
+	// syncOps makes ops/'s entries durable (tests replace it).
+	syncOps func() error
 }
 
 func newOpTable(runtimeDir string, now func() time.Time, log *slog.Logger) *opTable {
-	return &opTable{dir: runtimeDir, now: now, log: log, running: map[string]chan struct{}{}}
+	t := &opTable{dir: runtimeDir, now: now, log: log, running: map[string]chan struct{}{}}
+	t.syncOps = func() error {
+		return withRuntimeRoot(t.dir, func(root *os.Root) error { return syncDir(root, opsDir) })
+	}
+	return t
 }
 
 // accept durably records the op as accepted and marks it running, or
 // returns *opConflict when it was accepted before (by this guest or an
 // earlier one).
+//
+// The op's directory is created and the op marked running under the
+// table's lock (a second request for the id conflicts from then on); the
+// fsync that makes the directory durable runs after the lock is released,
+// shared with every acceptance made meanwhile (acceptSync), and accept
+// returns only once it has ended: nothing runs before its acceptance is
+// durable.
 func (t *opTable) accept(id string, c *command) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	st, err := t.statusLocked(id)
-	if err != nil {
-		return err
-	}
-	if st.State != OpStateUnknown {
-		return &opConflict{status: st}
-	}
 	rec, err := json.Marshal(opAccepted{OpID: id, AcceptedAt: t.now().UTC(), Argv: c.argv, Cwd: c.dir})
 	if err != nil {
 		return err
 	}
-	if err := t.writeAccepted(id, rec); err != nil {
-		return fmt.Errorf("record op %s as accepted: %w", id, err)
+	t.mu.Lock()
+	st, err := t.statusLocked(id)
+	if err == nil && st.State != OpStateUnknown {
+		err = &opConflict{status: st}
+	}
+	if err == nil {
+		if err = t.writeAccepted(id, rec); err != nil {
+			err = fmt.Errorf("record op %s as accepted: %w", id, err)
+		}
+	}
+	if err != nil {
+		t.mu.Unlock()
+		return err
 	}
 	t.running[id] = make(chan struct{})
+	t.mu.Unlock()
+	if err := t.acceptSync.sync(t.syncOps); err != nil {
+		// Not durable: never accepted, so never run.
+		t.abandon(id)
+		return fmt.Errorf("record op %s as accepted: %w", id, err)
+	}
 	return nil
 }
 
@@ -191,10 +218,10 @@ func (t *opTable) statusLocked(id string) (OpStatus, error) {
 	return st, err
 }
 
-// writeAccepted creates the op's directory and makes its entry durable
-// with one fsync of ops/ before returning: from then on the op reads as
-// accepted in any later guest. The accepted file is written in it without
-// an fsync of its own; finish's fsync of the directory makes it durable.
+// writeAccepted creates the op's directory; accept's fsync of ops/ makes
+// its entry durable, and from then on the op reads as accepted in any
+// later guest. The accepted file is written in it without an fsync of its
+// own; finish's fsync of the directory makes it durable.
 func (t *opTable) writeAccepted(id string, data []byte) error {
 	return withRuntimeRoot(t.dir, func(root *os.Root) error {
 		if err := mkdirDurable(root, opsDir); err != nil {
@@ -210,9 +237,6 @@ func (t *opTable) writeAccepted(id string, data []byte) error {
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
-		}
-		if err == nil {
-			err = syncDir(root, opsDir)
 		}
 		if err != nil {
 			_ = root.RemoveAll(dir)

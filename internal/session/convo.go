@@ -197,20 +197,14 @@ func (c *convo) fold(ev store.SessionEvent) {
 	case EventSpanModelEnd:
 		c.spanOpen = ""
 	case EventAgentToolUse, EventAgentCustomToolUse:
-		in := b.Input
-		if len(in) == 0 || string(in) == "null" {
-			in = json.RawMessage("{}")
-		}
+		in := callInput(b.Input)
 		// The event id is the tool use id the model sees from now on, so
 		// results (which name the event) always match their call.
 		c.addAssistant(model.Block{Type: model.BlockToolUse, ID: ev.ID, Name: b.Name, Input: in})
 		c.open = append(c.open, &call{eventID: ev.ID, name: b.Name, input: in,
 			custom: ev.Type == EventAgentCustomToolUse, ask: b.EvaluatedPermission == "ask", index: c.toolUsesInLast() - 1})
 	case EventAgentMCPToolUse:
-		in := b.Input
-		if len(in) == 0 || string(in) == "null" {
-			in = json.RawMessage("{}")
-		}
+		in := callInput(b.Input)
 		c.addAssistant(model.Block{Type: model.BlockToolUse, ID: ev.ID, Name: tools.MCPName(b.MCPServerName, b.Name), Input: in})
 		c.open = append(c.open, &call{eventID: ev.ID, name: tools.MCPName(b.MCPServerName, b.Name), input: in,
 			mcp: true, server: b.MCPServerName, tool: b.Name, ask: b.EvaluatedPermission == "ask", index: c.toolUsesInLast() - 1})
@@ -264,6 +258,25 @@ func (c *convo) fold(ev store.SessionEvent) {
 // turnOpen: the log shows a turn that began (status_running) and has not
 // ended (no status_idle since).
 func (c *convo) turnOpen() bool { return c.runningSeq > c.idleSeq }
+
+// callInput is a tool use's input as its call holds it: an event without
+// one has {}.
+func callInput(in json.RawMessage) json.RawMessage {
+	if len(in) == 0 || string(in) == "null" {
+		return json.RawMessage("{}")
+	}
+	return in
+}
+
+// nextToolIndex is the index the next tool use folded will have among
+// its model response's tool uses (see fold): gathered user content closes
+// the last message first, so the tool use starts a new one.
+func (c *convo) nextToolIndex() int64 {
+	if len(c.results) > 0 || len(c.userText) > 0 {
+		return 0
+	}
+	return c.toolUsesInLast()
+}
 
 // toolUsesInLast counts the tool uses of the last assistant message.
 func (c *convo) toolUsesInLast() int64 {

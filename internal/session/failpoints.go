@@ -16,12 +16,20 @@ const (
 	// FailMidModelBlock: the text of the block the response is streaming
 	// was saved (a batch of deltas); the block has not completed.
 	FailMidModelBlock = "mid-model-block"
+	// FailAfterToolUse: a built-in tool use's agent.tool_use is stored,
+	// and its op_started with it in one transaction; the guest has not
+	// been asked to run it and the step's response has not ended.
+	FailAfterToolUse = "after-tool-use"
 	// FailBeforeToolExec: the tool call is journalled (op_started); the
 	// guest has not been asked to run it.
 	FailBeforeToolExec = "before-tool-exec"
 	// FailAfterToolExec: the guest ran the tool call and recorded its
 	// result; neither op_completed nor agent.tool_result is written.
 	FailAfterToolExec = "after-tool-exec"
+	// FailAfterToolResult: a built-in tool call's agent.tool_result is
+	// stored, and its op_completed with it in one transaction; nothing
+	// after it (the next model request) is.
+	FailAfterToolResult = "after-tool-result"
 	// FailBeforeMCPCall: the MCP call is journalled (op_started); the
 	// request is not sent yet.
 	FailBeforeMCPCall = "before-mcp-call"
@@ -42,4 +50,4 @@ const (
 )
 
 // Failpoints lists every failpoint, for the crash-test hook.
-var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailMidModelBlock, FailBeforeToolExec, FailAfterToolExec, FailBeforeMCPCall, FailAfterBackgroundReport, FailMidCompaction, FailMidEvaluation, FailAfterThreadOpen}
+var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailMidModelBlock, FailAfterToolUse, FailBeforeToolExec, FailAfterToolExec, FailAfterToolResult, FailBeforeMCPCall, FailAfterBackgroundReport, FailMidCompaction, FailMidEvaluation, FailAfterThreadOpen}

@@ -45,6 +45,10 @@ type turnState struct {
 	// says a tool that may write ran since (see turn_steps.go).
 	workspace string
 	dirty     bool
+	// started holds the op ids of tool calls whose op_started this turn
+	// wrote with their agent.tool_use event (see journalToolUse) and that
+	// no one has asked the guest to run yet.
+	started map[string]bool
 }
 
 // errLostRow: another process took the run row over (its lease expired);

@@ -41,41 +41,116 @@ func toolOpID(ts *turnState, cl *call, step int64) (string, json.RawMessage, err
 	return id, args, err
 }
 
+// appendBlock appends a content block's agent event as it streams in. A
+// built-in tool use that needs no confirmation carries its op_started
+// (journalToolUse), so the call costs the journal no transaction of its
+// own before the guest is asked.
+func (w *worker) appendBlock(ctx context.Context, ts *turnState, step int64, ev store.NewEvent) error {
+	r := w.r
+	opID := w.journalToolUse(ts, step, &ev)
+	evs, err := r.cfg.Events.Append(ctx, w.id, []store.NewEvent{ev})
+	if errors.Is(err, store.ErrAlreadyExists) && ev.Op != nil {
+		// The op is in the journal already: the event goes alone, and
+		// journalledTool decides the call by the op it finds.
+		ev.Op, opID = nil, ""
+		evs, err = r.cfg.Events.Append(ctx, w.id, []store.NewEvent{ev})
+	}
+	if err != nil {
+		return err
+	}
+	w.appended(ctx, evs)
+	if opID == "" {
+		return nil
+	}
+	// The op id was derived before the event was folded; the call the
+	// conversation now holds must have the same one, else the row stays
+	// unused and journalledTool starts the call's own op.
+	if cl := w.conv.find(ev.ID); cl != nil {
+		if id, _, err := toolOpID(ts, cl, step); err == nil && id == opID {
+			if ts.started == nil {
+				ts.started = map[string]bool{}
+			}
+			ts.started[opID] = true
+			r.failpoint(FailAfterToolUse)
+			return nil
+		}
+	}
+	r.log.WarnContext(ctx, "tool use journalled under another op id than its call's", "session", w.id, "op_id", opID)
+	return nil
+}
+
+// journalToolUse sets ev.Op to the op_started of the call ev opens when it
+// is a built-in tool use that runs without confirmation (journalledTool
+// runs it next) in the foreground, and returns the op id ("" when ev
+// carries none).
+func (w *worker) journalToolUse(ts *turnState, step int64, ev *store.NewEvent) string {
+	if ev.Type != EventAgentToolUse {
+		return ""
+	}
+	var b eventBody
+	if json.Unmarshal(ev.Data, &b) != nil || ts.tools.Kind(b.Name) != tools.KindBuiltin || b.EvaluatedPermission == "ask" {
+		return ""
+	}
+	cl := &call{name: b.Name, input: callInput(b.Input), index: w.conv.nextToolIndex()}
+	if _, bg := tools.Background(cl.name, cl.input); bg {
+		// A background start found started is looked for among the
+		// guest's processes, not its op records: a start that never
+		// reached the guest would read as ambiguous. It keeps StartOp.
+		return ""
+	}
+	opID, args, err := toolOpID(ts, cl, step)
+	if err != nil {
+		return ""
+	}
+	ev.Op = &store.EventOp{Start: &store.Op{ID: opID, SessionID: w.id, Kind: journal.KindToolExec,
+		TurnSeq: ts.turnSeq, Step: step, Index: cl.index, Args: args, Status: store.OpStarted, StartedAt: w.r.cfg.Clock.Now()}}
+	return opID
+}
+
 // journalledTool runs one tool call through the op journal (seed 003):
-// op_started before the guest is asked, op_completed with the result
-// after. Found in the journal, a completed call is replayed from its
-// record; a started one is decided by the guest's own durable record of
-// the op id: a result is read back, a call never accepted is run, a
-// running one is reattached to, and one accepted by a guest that is gone
-// with no result is ambiguous.
-func (w *worker) journalledTool(ctx context.Context, ts *turnState, cl *call, step int64, sbID string) (*guest.ToolResult, error) {
+// op_started before the guest is asked — written with the call's
+// agent.tool_use (appendBlock) or, for a call that came another way (a
+// confirmed one, a recovered turn's), here — and op_completed with the
+// result, returned as done for the agent.tool_result event to carry
+// (runAllowed), so it commits with that event. Found in the journal, a
+// completed call is replayed from its record (done is nil); a started one
+// is decided by the guest's own durable record of the op id: a result is
+// read back, a call never accepted is run, a running one is reattached
+// to, and one accepted by a guest that is gone with no result is
+// ambiguous.
+func (w *worker) journalledTool(ctx context.Context, ts *turnState, cl *call, step int64, sbID string) (res *guest.ToolResult, done *store.EventOp, err error) {
 	r := w.r
 	opID, args, err := toolOpID(ts, cl, step)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	op, err := r.cfg.Store.StartOp(ctx, &store.Op{ID: opID, SessionID: w.id, Kind: journal.KindToolExec,
-		TurnSeq: ts.turnSeq, Step: step, Index: cl.index, Args: args, Status: store.OpStarted, StartedAt: r.cfg.Clock.Now()})
-	var res *guest.ToolResult
+	var op *store.Op
+	if ts.started[opID] {
+		// Started with its tool use by this turn; no one asked the guest.
+		delete(ts.started, opID)
+	} else {
+		op, err = r.cfg.Store.StartOp(ctx, &store.Op{ID: opID, SessionID: w.id, Kind: journal.KindToolExec,
+			TurnSeq: ts.turnSeq, Step: step, Index: cl.index, Args: args, Status: store.OpStarted, StartedAt: r.cfg.Clock.Now()})
+	}
 	switch {
 	case errors.Is(err, store.ErrAlreadyExists) && op != nil:
 		act, derr := journal.Decide(op.Kind, journal.State{Completed: op.Status == store.OpCompleted})
 		switch {
 		case derr != nil:
-			return nil, derr
+			return nil, nil, derr
 		case act == journal.Replay:
 			var rec guest.ToolResult
 			if err := json.Unmarshal(op.Result, &rec); err != nil {
-				return nil, fmt.Errorf("op %s: recorded result: %w", opID, err)
+				return nil, nil, fmt.Errorf("op %s: recorded result: %w", opID, err)
 			}
-			return &rec, nil
+			return &rec, nil, nil
 		case act == journal.AskGuest:
 			res, err = w.recoverTool(ctx, ts, cl, sbID, opID)
 		default:
-			return nil, fmt.Errorf("op %s: no tool call recovery for %q", opID, act)
+			return nil, nil, fmt.Errorf("op %s: no tool call recovery for %q", opID, act)
 		}
 	case err != nil:
-		return nil, fmt.Errorf("journal the tool call: %w", err)
+		return nil, nil, fmt.Errorf("journal the tool call: %w", err)
 	default:
 		r.failpoint(FailBeforeToolExec)
 		res, err = w.execTool(ctx, ts, cl, sbID, opID)
@@ -93,14 +168,11 @@ func (w *worker) journalledTool(ctx context.Context, ts *turnState, cl *call, st
 			}
 			cancel()
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	r.failpoint(FailAfterToolExec)
 	raw, _ := json.Marshal(res)
-	if _, err := r.cfg.Store.CompleteOp(context.WithoutCancel(ctx), w.id, opID, raw); err != nil && !errors.Is(err, store.ErrConflict) {
-		return nil, fmt.Errorf("journal the tool result: %w", err)
-	}
-	return res, nil
+	return res, &store.EventOp{Complete: &store.OpCompletion{ID: opID, Result: raw}}, nil
 }
 
 // execTool asks the guest to run the call under its op id; a bash call

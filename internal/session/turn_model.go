@@ -192,7 +192,7 @@ func (w *worker) replayStep(ctx context.Context, ts *turnState, step int64) (*mo
 		// provider.
 		return nil, false, nil
 	}
-	return resp, true, w.closeSpan(ctx, ts, resp, nil)
+	return resp, true, w.closeSpan(ctx, ts, resp, nil, nil)
 }
 
 func (w *worker) modelName(ts *turnState) string {
@@ -226,10 +226,12 @@ type modelResult struct {
 }
 
 // modelCall makes the step's model request as a journalled op (seed 003):
-// op_started before the request; each content block appended as an agent
-// event the moment it is complete, and as a stream chunk; op_completed
-// with the response. The op id goes with the request as its idempotency
-// key (sent where the provider's route names an idempotency header).
+// op_started before the request, in the write of the span's start; each
+// content block appended as an agent event the moment it is complete (a
+// built-in tool use with its call's op_started, see appendBlock), and as
+// a stream chunk; op_completed with the response. The op id goes with
+// the request as its idempotency key (sent where the provider's route
+// names an idempotency header).
 // Found in the journal, the op is decided by journal.Decide: a completed
 // request is replayed from its record; a started one is resent as it was,
 // under the same key, when the upstream dedupes on it, else it goes on
@@ -247,11 +249,21 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 	}
 	req.IdempotencyKey = opID
 	args, _ := json.Marshal(map[string]any{"model": req.Model})
-	op, err := r.cfg.Store.StartOp(ctx, &store.Op{ID: opID, SessionID: w.id, Kind: journal.KindModelRequest,
-		TurnSeq: ts.turnSeq, Step: step, Args: args, Status: store.OpStarted, StartedAt: r.cfg.Clock.Now()})
+	// op_started is stored with the span's start, in one write; an op
+	// already in the journal refuses both, and is decided below.
+	start := newEvent(EventSpanModelStart, nil)
+	start.Op = &store.EventOp{Start: &store.Op{ID: opID, SessionID: w.id, Kind: journal.KindModelRequest,
+		TurnSeq: ts.turnSeq, Step: step, Args: args, Status: store.OpStarted, StartedAt: r.cfg.Clock.Now()}}
+	evs, err := r.cfg.Events.Append(ctx, w.id, []store.NewEvent{start})
+	var op *store.Op
+	if errors.Is(err, store.ErrAlreadyExists) {
+		if found, gerr := r.cfg.Store.GetOp(ctx, w.id, opID); gerr == nil {
+			op = found
+		}
+	}
 	resumed, resend := false, false
 	switch {
-	case errors.Is(err, store.ErrAlreadyExists) && op != nil:
+	case op != nil:
 		act, derr := journal.Decide(op.Kind, journal.State{Completed: op.Status == store.OpCompleted,
 			Keyed: prov.Route.IdempotencyHeader != ""})
 		if derr != nil {
@@ -265,7 +277,7 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 				return nil, fmt.Errorf("op %s: recorded result: %w", opID, err)
 			}
 			resp := &model.Response{Content: res.Content, StopReason: res.StopReason}
-			return resp, w.closeSpan(ctx, ts, resp, nil)
+			return resp, w.closeSpan(ctx, ts, resp, nil, nil)
 		case journal.Resend:
 			resumed, resend = true, true
 			dropPrefill(req)
@@ -277,8 +289,10 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 		}
 	case err != nil:
 		return nil, fmt.Errorf("journal the model request: %w", err)
+	default:
+		w.appended(ctx, evs)
 	}
-	if !resumed || w.conv.spanOpen == "" {
+	if resumed && w.conv.spanOpen == "" {
 		evs, err := r.cfg.Events.Append(ctx, w.id, []store.NewEvent{newEvent(EventSpanModelStart, nil)})
 		if err != nil {
 			return nil, err
@@ -329,11 +343,9 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 		if b.Type == model.BlockThinking || b.Type == model.BlockRedactedThinking {
 			w.conv.raw[ev.ID] = b
 		}
-		evs, err := r.cfg.Events.Append(ctx, w.id, []store.NewEvent{ev})
-		if err != nil {
+		if err := w.appendBlock(ctx, ts, step, ev); err != nil {
 			return err
 		}
-		w.appended(ctx, evs)
 		delete(w.conv.raw, ev.ID)
 		if b.Type == model.BlockToolUse {
 			b.ID = ev.ID // the id the conversation uses from now on
@@ -375,7 +387,10 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 		// it was.
 		err = deliver(model.Text(cont))
 	}
-	var usage model.Usage
+	var (
+		usage model.Usage
+		done  *store.EventOp // the op's op_completed, for the span's end to carry
+	)
 	if resp != nil {
 		usage = resp.Usage
 	}
@@ -385,7 +400,11 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 			resp.Content = continued(resp.Content, contText)
 		}
 		resp.Content = append(prefix, resp.Content...)
-		if cerr := w.completeModelOp(ctx, opID, resp); cerr != nil {
+		if len(w.conv.open) > 0 && w.conv.spanOpen != "" {
+			// closeSpan appends the span's end next: op_completed goes
+			// in that write.
+			done = &store.EventOp{Complete: &store.OpCompletion{ID: opID, Result: modelOpResult(resp)}}
+		} else if cerr := w.completeModelOp(ctx, opID, resp); cerr != nil {
 			err = cerr
 		}
 	}
@@ -396,7 +415,7 @@ func (w *worker) modelCall(ctx context.Context, ts *turnState, prov *model.Resol
 			return resp, err
 		}
 	}
-	return resp, w.closeSpan(ctx, ts, &model.Response{Content: respContent(resp), Usage: usage}, err)
+	return resp, w.closeSpan(ctx, ts, &model.Response{Content: respContent(resp), Usage: usage}, err, done)
 }
 
 func respContent(resp *model.Response) []model.Block {
@@ -406,9 +425,11 @@ func respContent(resp *model.Response) []model.Block {
 	return resp.Content
 }
 
-// closeSpan appends the open span's end. When the call ends the turn (no
-// tool use) the end is held for the turn's closing write.
-func (w *worker) closeSpan(ctx context.Context, ts *turnState, resp *model.Response, callErr error) error {
+// closeSpan appends the open span's end, carrying done (the call's
+// op_completed) when set: modelCall sets it only when the end is appended
+// here, a step with tool uses. When the call ends the turn (no tool use)
+// the end is held for the turn's closing write.
+func (w *worker) closeSpan(ctx context.Context, ts *turnState, resp *model.Response, callErr error, done *store.EventOp) error {
 	if w.conv.spanOpen == "" {
 		return callErr
 	}
@@ -420,7 +441,17 @@ func (w *worker) closeSpan(ctx context.Context, ts *turnState, resp *model.Respo
 		w.conv.spanOpen = ""
 		return nil
 	}
+	end.Op = done
 	evs, err := w.r.cfg.Events.Append(context.WithoutCancel(ctx), w.id, []store.NewEvent{end})
+	if err != nil && done != nil {
+		// The op stays started (recovery takes the step as answered by
+		// the tool uses it delivered); the span still ends, in error.
+		callErr = fmt.Errorf("journal the model response: %w", err)
+		end = newEvent(EventSpanModelEnd, map[string]any{
+			"model_request_start_id": w.conv.spanOpen, "is_error": true, "model_usage": usageJSON(resp.Usage),
+		})
+		evs, err = w.r.cfg.Events.Append(context.WithoutCancel(ctx), w.id, []store.NewEvent{end})
+	}
 	if err == nil {
 		w.appended(ctx, evs)
 	} else if callErr == nil {
@@ -429,8 +460,14 @@ func (w *worker) closeSpan(ctx context.Context, ts *turnState, resp *model.Respo
 	return callErr
 }
 
-func (w *worker) completeModelOp(ctx context.Context, opID string, resp *model.Response) error {
+// modelOpResult is a model request's op_completed record.
+func modelOpResult(resp *model.Response) json.RawMessage {
 	res, _ := json.Marshal(modelResult{Content: resp.Content, StopReason: resp.StopReason, Usage: resp.Usage})
+	return res
+}
+
+func (w *worker) completeModelOp(ctx context.Context, opID string, resp *model.Response) error {
+	res := modelOpResult(resp)
 	_, err := w.r.cfg.Store.CompleteOp(context.WithoutCancel(ctx), w.id, opID, res)
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("journal the model response: %w", err)

@@ -33,6 +33,7 @@ func (w *worker) runAllowed(ctx context.Context, ts *turnState, step int64) erro
 			isError bool
 			err     error
 			content []map[string]any
+			done    *store.EventOp // the call's op_completed, stored with its result
 		)
 		switch {
 		case cl.ask && cl.decision != "allow":
@@ -50,7 +51,7 @@ func (w *worker) runAllowed(ctx context.Context, ts *turnState, step int64) erro
 		case ts.tools.Kind(cl.name) != tools.KindBuiltin:
 			text, isError = fmt.Sprintf("Unknown tool %q: this agent has no such tool.", cl.name), true
 		default:
-			text, isError, err = w.runTool(ctx, ts, cl, step)
+			text, isError, done, err = w.runTool(ctx, ts, cl, step)
 		}
 		if err != nil && ctx.Err() != nil {
 			text, isError, content = "The tool call was interrupted.", true, nil
@@ -59,6 +60,7 @@ func (w *worker) runAllowed(ctx context.Context, ts *turnState, step int64) erro
 			content = textContent(text)
 		}
 		ev := resultEvent(cl, content, isError)
+		ev.Op = done
 		var aerr error
 		if (i == len(todo)-1 || ts.dirty) && err == nil {
 			// The step's last result closes the step, and the result of a
@@ -75,6 +77,9 @@ func (w *worker) runAllowed(ctx context.Context, ts *turnState, step int64) erro
 		}
 		if aerr != nil {
 			return aerr
+		}
+		if done != nil {
+			w.r.failpoint(FailAfterToolResult)
 		}
 		if err != nil {
 			return err
@@ -96,26 +101,27 @@ func (w *worker) runDecided(ctx context.Context, ts *turnState) error {
 // runTool runs a built-in tool in the session's sandbox as a journalled
 // op (see journalledTool). A failing tool is a result with isError; err
 // means the call could not be made (the turn ends with session.error).
-func (w *worker) runTool(ctx context.Context, ts *turnState, cl *call, step int64) (string, bool, error) {
+// done is the call's op_completed, for its result event to carry.
+func (w *worker) runTool(ctx context.Context, ts *turnState, cl *call, step int64) (string, bool, *store.EventOp, error) {
 	r := w.r
 	if r.cfg.Sandboxes == nil {
-		return "", false, errors.New("this agentkernel runs without a sandbox layer: built-in tools are unavailable")
+		return "", false, nil, errors.New("this agentkernel runs without a sandbox layer: built-in tools are unavailable")
 	}
 	sbID, err := w.ensureSandbox(ctx, ts)
 	if err != nil {
-		return "", false, err
+		return "", false, nil, err
 	}
 	if err := r.prepareContext(ctx, ts.s, sbID); err != nil {
-		return "", false, err
+		return "", false, nil, err
 	}
 	if !readOnlyTools[cl.name] {
 		ts.dirty = true
 	}
-	res, err := w.journalledTool(ctx, ts, cl, step, sbID)
+	res, done, err := w.journalledTool(ctx, ts, cl, step, sbID)
 	if err != nil {
-		return "", false, fmt.Errorf("tool %s in sandbox %s: %w", cl.name, sbID, err)
+		return "", false, nil, fmt.Errorf("tool %s in sandbox %s: %w", cl.name, sbID, err)
 	}
-	return res.Content, res.IsError, nil
+	return res.Content, res.IsError, done, nil
 }
 
 // ensureSandbox returns the session's sandbox, creating it at the first

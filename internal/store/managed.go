@@ -95,6 +95,10 @@ type NewEvent struct {
 	// Data is the full event JSON as the API returns it (it may omit id and
 	// processed_at; the API fills them from the row).
 	Data json.RawMessage
+	// Op, when set, is an op journal write stored with the event, in the
+	// same transaction (see EventOp): an agent.tool_use carries its
+	// op_started, an agent.tool_result its op_completed.
+	Op *EventOp
 }
 
 // SessionEvent is a stored event. Seq is 1-based and dense per session.

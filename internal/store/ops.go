@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -39,6 +40,47 @@ type Op struct {
 	Result      json.RawMessage
 	StartedAt   time.Time
 	CompletedAt *time.Time
+}
+
+// EventOp is an op journal write that travels with an event (NewEvent.Op)
+// and commits in the same transaction as it, whichever write stores the
+// event (AppendEvents, AppendEventsBatch, CommitStep, EndTurn, …): the
+// event and the op row are stored together or neither is. It saves the
+// journal a transaction of its own per op_started and per op_completed.
+// Exactly one of Start and Complete is set (ErrInvalid otherwise).
+type EventOp struct {
+	// Start records the op as started, as StartOp does. Its SessionID must
+	// be the event's session (empty means that one). An op whose id is
+	// already in the journal fails the whole write with ErrAlreadyExists:
+	// the caller learns it did not start the op (and reads it with GetOp).
+	Start *Op
+	// Complete records the result of a started op, as CompleteOp does. An
+	// op already completed keeps its first result and the write succeeds;
+	// an op not in the journal fails the whole write with ErrNotFound.
+	Complete *OpCompletion
+}
+
+// OpCompletion is the op_completed record of an EventOp.
+type OpCompletion struct {
+	ID     string
+	Result json.RawMessage
+}
+
+// CheckEventOp validates an event's op write (nil: none) for the event's
+// session; engines call it from their event validation. It never changes
+// o: a Start op with an empty SessionID is written for sessionID.
+func CheckEventOp(sessionID string, o *EventOp) error {
+	switch {
+	case o == nil:
+		return nil
+	case (o.Start == nil) == (o.Complete == nil):
+		return fmt.Errorf("session %s: an event's op write sets exactly one of Start and Complete: %w", sessionID, ErrInvalid)
+	case o.Start != nil && o.Start.SessionID != "" && o.Start.SessionID != sessionID:
+		return fmt.Errorf("session %s: an event's op %s belongs to session %s: %w", sessionID, o.Start.ID, o.Start.SessionID, ErrInvalid)
+	case o.Complete != nil && o.Complete.ID == "":
+		return fmt.Errorf("session %s: an event's op completion names no op: %w", sessionID, ErrInvalid)
+	}
+	return nil
 }
 
 // StreamChunk is partial model output of one step, appended as it streams.

@@ -13,7 +13,12 @@ import (
 )
 
 // eventBatch is a validated batch as the column arrays one INSERT takes.
-type eventBatch struct{ ids, types, data []string }
+// ops[i] is the op journal write stored with event i (store.EventOp);
+// ops is nil when no event carries one.
+type eventBatch struct {
+	ids, types, data []string
+	ops              []*opWrite
+}
 
 // validateEvents fills in ids and checks types and JSON. A batch that names
 // one id twice is refused whole (ErrAlreadyExists), as a repeat of a stored
@@ -35,6 +40,16 @@ func validateEvents(sessionID string, events []store.NewEvent) (eventBatch, erro
 		}
 		if j, dup := seen[id]; dup {
 			return b, fmt.Errorf("session %s: events %d and %d share id %q: %w", sessionID, j, i, id, store.ErrAlreadyExists)
+		}
+		if ev.Op != nil {
+			op, err := validateEventOp(sessionID, ev.Op)
+			if err != nil {
+				return b, fmt.Errorf("session %s: event %d (%s): %w", sessionID, i, id, err)
+			}
+			if b.ops == nil {
+				b.ops = make([]*opWrite, len(events))
+			}
+			b.ops[i] = op
 		}
 		seen[id] = i
 		b.ids[i], b.types[i], b.data[i] = id, ev.Type, data
@@ -117,6 +132,9 @@ func (s *Store) insertEvents(ctx context.Context, tx pgx.Tx, now time.Time, sess
 	}
 	if err != nil {
 		return nil, mapErr("append events to session "+sessionID, err)
+	}
+	if err := writeEventOps(ctx, tx, now, sessionID, b); err != nil {
+		return nil, err
 	}
 	if err := s.enqueueSessionWebhooks(ctx, tx, sessionID, out); err != nil {
 		return nil, err

@@ -13,7 +13,10 @@ import (
 )
 
 // newEventRow is one validated event of a batch.
-type newEventRow struct{ id, typ, data string }
+type newEventRow struct {
+	id, typ, data string
+	op            *opWrite // the op journal write stored with it (store.EventOp)
+}
 
 // validateEvents fills in ids and checks types and JSON. A batch that names
 // one id twice is refused whole (ErrAlreadyExists), as a repeat of a stored
@@ -36,8 +39,12 @@ func validateEvents(sessionID string, events []store.NewEvent) ([]newEventRow, e
 		if j, dup := seen[id]; dup {
 			return nil, fmt.Errorf("session %s: events %d and %d share id %q: %w", sessionID, j, i, id, store.ErrAlreadyExists)
 		}
+		op, err := validateEventOp(sessionID, ev.Op)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: event %d (%s): %w", sessionID, i, id, err)
+		}
 		seen[id] = i
-		out[i] = newEventRow{id: id, typ: ev.Type, data: data}
+		out[i] = newEventRow{id: id, typ: ev.Type, data: data, op: op}
 	}
 	return out, nil
 }
@@ -152,6 +159,9 @@ func (s *Store) insertEventsTx(ctx context.Context, tx *wtx, now time.Time, sess
 		}
 		out[i] = store.SessionEvent{SessionID: sessionID, Seq: seq, ID: r.id, Type: r.typ,
 			Data: []byte(r.data), CreatedAt: now}
+	}
+	if err := writeEventOpsTx(ctx, tx, now, sessionID, rows); err != nil {
+		return nil, err
 	}
 	if err := s.enqueueSessionWebhooksTx(ctx, tx, sessionID, out); err != nil {
 		return nil, err

@@ -65,6 +65,11 @@ func (s *Store) AppendEventsBatch(ctx context.Context, batch map[string][]store.
 		if err != nil {
 			return fmt.Errorf("sqlite: insert events of %d sessions: %w", len(sessions), err)
 		}
+		for i, id := range sessions {
+			if err := writeEventOpsTx(ctx, tx, now, id, rows[i]); err != nil {
+				return err
+			}
+		}
 		for _, id := range sessions {
 			if err := s.enqueueSessionWebhooksTx(ctx, tx, id, out[id]); err != nil {
 				return err

@@ -33,6 +33,7 @@ func ExerciseManaged(ctx context.Context, t *testing.T, newStore func(t *testing
 		{"Races", mgRaceCases},
 		{"Pending", mgPendingCases},
 		{"Branches", mgBranchCases},
+		{"EventOps", mgEventOpCases},
 		{"Webhooks", mgWebhookCases},
 	}
 	for _, g := range groups {
