@@ -71,9 +71,11 @@ func (t objectTransport) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	// Cancellation and the deadline reach the blocked reads and writes
-	// through the connection's deadline.
-	dl, _ := ctx.Deadline()
-	_ = oc.nc.SetDeadline(dl)
+	// through the connection's deadline, set once ctx is done — not set to
+	// ctx's deadline up front: the socket's timer could fire before the
+	// context's, and the caller, seeing ctx not done yet, would take a
+	// call that ran out of time for a broken connection.
+	_ = oc.nc.SetDeadline(time.Time{})
 	stop := context.AfterFunc(ctx, func() { _ = oc.nc.SetDeadline(time.Unix(1, 0)) })
 	fail := func(err error) (*http.Response, error) {
 		stop()
