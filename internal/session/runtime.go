@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/clock"
@@ -92,6 +93,11 @@ type RuntimeConfig struct {
 	// RecoverEvery is the period of the orphan sweep (default Lease/2);
 	// the first sweep runs at Start.
 	RecoverEvery time.Duration
+	// MaxResuming bounds how many recovered turns load their session and
+	// resume at once (default 32): after a restart with thousands of
+	// orphans the store serves a few at a time instead of all at once.
+	// Only the resume is bounded; the turns then run concurrently.
+	MaxResuming int
 	// MaxRecoveries caps recoveries of one turn that made no progress
 	// (default 5); the next one forces the session idle.
 	MaxRecoveries int64
@@ -155,6 +161,13 @@ type Runtime struct {
 	workers     map[string]*worker
 	terminating map[string]bool
 	wg          sync.WaitGroup
+	// resuming holds a token per recovered turn being resumed
+	// (MaxResuming).
+	resuming chan struct{}
+	// pendingResumes counts rows the sweep handed over whose turns are
+	// not resumed yet; resumed signals each one done (awaitResumes).
+	pendingResumes atomic.Int64
+	resumed        chan struct{}
 }
 
 // NewRuntime validates cfg and fills defaults. Nothing runs until Start.
@@ -177,6 +190,9 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.RecoverEvery <= 0 {
 		cfg.RecoverEvery = cfg.Lease / 2
 	}
+	if cfg.MaxResuming <= 0 {
+		cfg.MaxResuming = 32
+	}
 	if cfg.MaxRecoveries <= 0 {
 		cfg.MaxRecoveries = DefaultMaxRecoveries
 	}
@@ -195,7 +211,8 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Runtime{cfg: cfg, log: cfg.Log, workers: map[string]*worker{}, terminating: map[string]bool{}}, nil
+	return &Runtime{cfg: cfg, log: cfg.Log, workers: map[string]*worker{}, terminating: map[string]bool{},
+		resuming: make(chan struct{}, cfg.MaxResuming), resumed: make(chan struct{}, 1)}, nil
 }
 
 // Start lets Wake run workers, and starts the orphan sweep (its first
@@ -262,6 +279,9 @@ func (r *Runtime) exitIfIdle(w *worker) bool {
 		return false
 	}
 	delete(r.workers, w.id)
+	// A row handed over to a worker that never resumed it (its session
+	// ended first) is pending no more; the row itself stays for a sweep.
+	w.dropRecovery()
 	return true
 }
 
