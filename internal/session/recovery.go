@@ -169,11 +169,10 @@ func (r *Runtime) handOver(row *store.RunRow) bool {
 	if w == nil {
 		w = newWorker(r, row.SessionID)
 		r.workers[row.SessionID] = w
-		r.wg.Add(1)
-		go w.run(r.ctx)
 	}
 	w.setRecovery(row)
 	w.notify()
+	r.startWorker(w)
 	return true
 }
 

@@ -248,6 +248,11 @@ func (r *Runtime) Stop() {
 	if r.cancel != nil {
 		r.cancel()
 	}
+	for _, w := range r.workers {
+		if w.evict != nil {
+			w.evict.Stop()
+		}
+	}
 	r.mu.Unlock()
 	r.wg.Wait()
 }
@@ -264,25 +269,67 @@ func (r *Runtime) Wake(sessionID string) {
 	if w == nil {
 		w = newWorker(r, sessionID)
 		r.workers[sessionID] = w
-		r.wg.Add(1)
-		go w.run(r.ctx)
 	}
 	w.notify()
+	r.startWorker(w)
 }
 
-// exitIfIdle removes w when no wake-up arrived since it decided to exit.
-// Wake notifies under r.mu, so a wake-up is never lost.
-func (r *Runtime) exitIfIdle(w *worker) bool {
+// startWorker runs w's goroutine unless it runs. Called with r.mu held.
+func (r *Runtime) startWorker(w *worker) {
+	if w.running {
+		return
+	}
+	if w.evict != nil {
+		w.evict.Stop()
+		w.evict = nil
+	}
+	w.running = true
+	r.wg.Add(1)
+	go w.run(r.ctx)
+}
+
+// park ends w's goroutine when no wake-up arrived since its last drain
+// (Wake notifies under r.mu, so none is lost) and keeps the worker for
+// IdleWorker; it reports whether the goroutine must exit. Once the runtime
+// stops, the worker is removed.
+func (r *Runtime) park(w *worker) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(w.wake) > 0 && !r.stopped {
+	if r.stopped || r.ctx.Err() != nil {
+		w.running = false
+		r.remove(w)
+		return true
+	}
+	if len(w.wake) > 0 {
 		return false
 	}
-	delete(r.workers, w.id)
+	w.running = false
+	w.evict = time.AfterFunc(r.cfg.IdleWorker, func() { r.evictIdle(w) })
+	return true
+}
+
+// evictIdle removes a worker that stayed parked for IdleWorker.
+func (r *Runtime) evictIdle(w *worker) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w.running || len(w.wake) > 0 {
+		return
+	}
+	r.remove(w)
+}
+
+// remove drops w from the map. Called with r.mu held.
+func (r *Runtime) remove(w *worker) {
+	if w.evict != nil {
+		w.evict.Stop()
+		w.evict = nil
+	}
+	if r.workers[w.id] == w {
+		delete(r.workers, w.id)
+	}
 	// A row handed over to a worker that never resumed it (its session
 	// ended first) is pending no more; the row itself stays for a sweep.
 	w.dropRecovery()
-	return true
 }
 
 // Destroy terminates a session (seed 000's destroy sequence): a running

@@ -43,6 +43,11 @@ type worker struct {
 	// resumeSlot: the drain holds one of the runtime's resuming tokens
 	// (worker goroutine only).
 	resumeSlot bool
+
+	// running says a goroutine runs the worker; evict, while it is parked,
+	// removes it after IdleWorker. Both are guarded by the runtime's mu.
+	running bool
+	evict   *time.Timer
 }
 
 // startResume waits for a resuming token when a recovery is pending; it
@@ -122,23 +127,24 @@ func (w *worker) notify() {
 	}
 }
 
+// run drains the session's queue on its own goroutine while there is
+// work, then parks: the goroutine exits and the worker (its folded
+// conversation) stays in the runtime's map for IdleWorker, so the next
+// wake-up starts a goroutine that goes on from it. An idle session costs
+// no goroutine (and no stack).
 func (w *worker) run(ctx context.Context) {
 	defer w.r.wg.Done()
-	idle := time.NewTimer(w.r.cfg.IdleWorker)
-	defer idle.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			w.r.exitIfIdle(w)
+			w.r.park(w)
 			return
 		case <-w.wake:
 			w.drain(ctx)
-			idle.Reset(w.r.cfg.IdleWorker)
-		case <-idle.C:
-			if w.r.exitIfIdle(w) {
+		default:
+			if w.r.park(w) {
 				return
 			}
-			idle.Reset(w.r.cfg.IdleWorker)
 		}
 	}
 }
