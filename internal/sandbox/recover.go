@@ -21,7 +21,7 @@ type RecoverReport struct {
 // (active again; the idle reaper will retry) or gone (cold).
 func (m *Manager) Recover(ctx context.Context) (RecoverReport, error) {
 	var rep RecoverReport
-	sbs, err := m.cfg.Store.ListSandboxes(ctx, store.ListSandboxesParams{})
+	sbs, err := m.cfg.Store.ListSandboxes(ctx, store.ListSandboxesParams{Running: true})
 	if err != nil {
 		return rep, err
 	}
