@@ -1,6 +1,7 @@
 package session
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -98,6 +99,10 @@ type RuntimeConfig struct {
 	// orphans the store serves a few at a time instead of all at once.
 	// Only the resume is bounded; the turns then run concurrently.
 	MaxResuming int
+	// MaxParkedWorkers bounds how many idle workers keep their folded
+	// conversation for IdleWorker (default 1000); past it the longest
+	// parked is dropped, and its session's next turn reads its log again.
+	MaxParkedWorkers int
 	// MaxRecoveries caps recoveries of one turn that made no progress
 	// (default 5); the next one forces the session idle.
 	MaxRecoveries int64
@@ -168,6 +173,9 @@ type Runtime struct {
 	// not resumed yet; resumed signals each one done (awaitResumes).
 	pendingResumes atomic.Int64
 	resumed        chan struct{}
+	// parked are the workers without a goroutine, longest parked first
+	// (MaxParkedWorkers).
+	parked *list.List
 }
 
 // NewRuntime validates cfg and fills defaults. Nothing runs until Start.
@@ -193,6 +201,9 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.MaxResuming <= 0 {
 		cfg.MaxResuming = 32
 	}
+	if cfg.MaxParkedWorkers <= 0 {
+		cfg.MaxParkedWorkers = 1000
+	}
 	if cfg.MaxRecoveries <= 0 {
 		cfg.MaxRecoveries = DefaultMaxRecoveries
 	}
@@ -212,7 +223,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Runtime{cfg: cfg, log: cfg.Log, workers: map[string]*worker{}, terminating: map[string]bool{},
-		resuming: make(chan struct{}, cfg.MaxResuming), resumed: make(chan struct{}, 1)}, nil
+		resuming: make(chan struct{}, cfg.MaxResuming), resumed: make(chan struct{}, 1), parked: list.New()}, nil
 }
 
 // Start lets Wake run workers, and starts the orphan sweep (its first
@@ -279,10 +290,7 @@ func (r *Runtime) startWorker(w *worker) {
 	if w.running {
 		return
 	}
-	if w.evict != nil {
-		w.evict.Stop()
-		w.evict = nil
-	}
+	r.unpark(w)
 	w.running = true
 	r.wg.Add(1)
 	go w.run(r.ctx)
@@ -305,7 +313,24 @@ func (r *Runtime) park(w *worker) bool {
 	}
 	w.running = false
 	w.evict = time.AfterFunc(r.cfg.IdleWorker, func() { r.evictIdle(w) })
+	w.parkedAt = r.parked.PushBack(w)
+	for r.parked.Len() > r.cfg.MaxParkedWorkers {
+		r.remove(r.parked.Front().Value.(*worker))
+	}
 	return true
+}
+
+// unpark cancels w's eviction and takes it off the parked list. Called
+// with r.mu held.
+func (r *Runtime) unpark(w *worker) {
+	if w.evict != nil {
+		w.evict.Stop()
+		w.evict = nil
+	}
+	if w.parkedAt != nil {
+		r.parked.Remove(w.parkedAt)
+		w.parkedAt = nil
+	}
 }
 
 // evictIdle removes a worker that stayed parked for IdleWorker.
@@ -320,10 +345,7 @@ func (r *Runtime) evictIdle(w *worker) {
 
 // remove drops w from the map. Called with r.mu held.
 func (r *Runtime) remove(w *worker) {
-	if w.evict != nil {
-		w.evict.Stop()
-		w.evict = nil
-	}
+	r.unpark(w)
 	if r.workers[w.id] == w {
 		delete(r.workers, w.id)
 	}

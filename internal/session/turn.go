@@ -94,8 +94,10 @@ func (w *worker) turn(ctx context.Context, s *store.ManagedSession, rec *store.R
 		return
 	}
 	w.startWorkspace(ctx, ts)
-	// The turn is resumed: the next recovered one may load.
+	// The turn is resumed: the next recovered one may load, and the
+	// sweep may claim more.
 	w.endResume()
+	w.resumed()
 
 	stopWatch := w.watch(tctx, abort, ts)
 	var (

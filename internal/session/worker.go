@@ -1,6 +1,7 @@
 package session
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"sync"
@@ -38,16 +39,19 @@ type worker struct {
 	abort    context.CancelCauseFunc // of the running turn, nil between turns
 	turnDone chan struct{}
 	// recovery is an orphaned run row the sweep claimed for this process,
-	// waiting for the drain to resume its turn.
-	recovery *store.RunRow
+	// waiting for the drain to resume its turn; it is counted in
+	// Runtime.pendingResumes (until the turn is resumed), pendingCounted.
+	recovery       *store.RunRow
+	pendingCounted bool
 	// resumeSlot: the drain holds one of the runtime's resuming tokens
 	// (worker goroutine only).
 	resumeSlot bool
 
 	// running says a goroutine runs the worker; evict, while it is parked,
 	// removes it after IdleWorker. Both are guarded by the runtime's mu.
-	running bool
-	evict   *time.Timer
+	running  bool
+	evict    *time.Timer
+	parkedAt *list.Element
 }
 
 // startResume waits for a resuming token when a recovery is pending; it
@@ -82,10 +86,24 @@ func (w *worker) endResume() {
 func (w *worker) setRecovery(row *store.RunRow) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.recovery == nil {
+	if !w.pendingCounted {
+		w.pendingCounted = true
 		w.r.pendingResumes.Add(1)
 	}
 	w.recovery = row
+}
+
+// resumed counts the handed-over row as resumed (Runtime.pendingResumes):
+// its turn runs again, or never will here. The worker still holds it
+// until the turn ends.
+func (w *worker) resumed() {
+	w.mu.Lock()
+	counted := w.pendingCounted
+	w.pendingCounted = false
+	w.mu.Unlock()
+	if counted {
+		w.r.resumeDone()
+	}
 }
 
 // pendingRecovery is the row handed over, if any. It stays the worker's
@@ -101,12 +119,9 @@ func (w *worker) pendingRecovery() *store.RunRow {
 // resumed (or given up), or its session is gone or terminated.
 func (w *worker) dropRecovery() {
 	w.mu.Lock()
-	had := w.recovery != nil
 	w.recovery = nil
 	w.mu.Unlock()
-	if had {
-		w.r.resumeDone()
-	}
+	w.resumed()
 }
 
 // holds: a turn runs, or a recovery is pending or being resumed.
