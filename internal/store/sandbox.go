@@ -59,8 +59,8 @@ type ListSandboxesParams struct {
 	// the idle reaper look at, without reading every cold sandbox (each
 	// hibernated object keeps one).
 	Running bool
-	AfterID          string
-	Limit            int
+	AfterID string
+	Limit   int
 }
 
 // Backup is a verified workspace snapshot stored as a blob.
