@@ -117,7 +117,7 @@ func (r *Runtime) SweepOrphans(ctx context.Context) (int, error) {
 	n := 0
 	for _, from := range froms {
 		for ids := byFrom[from]; len(ids) > 0; {
-			r.awaitResumes(ctx, claimBatch/2)
+			r.awaitResumes(ctx, claimBatch)
 			k := min(len(ids), claimBatch)
 			claimed, err := r.cfg.Store.ClaimRunRows(ctx, store.RunRowClaim{From: from, SessionIDs: ids[:k],
 				Owner: me, Lease: r.cfg.Clock.Now().Add(r.cfg.Lease), ProgressTypes: progressTypes})
@@ -192,10 +192,36 @@ func (w *worker) recoverTurn(ctx context.Context, s *store.ManagedSession, row *
 // resumeDone counts one handed-over row less as pending and wakes a sweep
 // waiting to claim more.
 func (r *Runtime) resumeDone() {
-	r.pendingResumes.Add(-1)
+	if r.pendingResumes.Add(-1) == 0 {
+		r.waveMu.Lock()
+		close(r.wave)
+		r.wave = make(chan struct{})
+		r.waveMu.Unlock()
+	}
 	select {
 	case r.resumed <- struct{}{}:
 	default:
+	}
+}
+
+// awaitWave holds a resumed turn until every row handed over with it is
+// resumed too (at most Lease/2; its lease is renewed meanwhile): after a
+// restart with thousands of orphans, every session is back to running
+// before the turns spend the machine on model calls and tools, instead of
+// the last ones waiting in rescheduling behind the first ones' turns.
+func (r *Runtime) awaitWave(ctx context.Context) {
+	r.waveMu.Lock()
+	ch := r.wave
+	r.waveMu.Unlock()
+	if r.pendingResumes.Load() <= 0 {
+		return
+	}
+	t := time.NewTimer(r.cfg.Lease / 2)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 

@@ -173,6 +173,10 @@ type Runtime struct {
 	// not resumed yet; resumed signals each one done (awaitResumes).
 	pendingResumes atomic.Int64
 	resumed        chan struct{}
+	// wave is closed (and replaced) each time pendingResumes drops to
+	// zero (awaitWave).
+	waveMu sync.Mutex
+	wave   chan struct{}
 	// parked are the workers without a goroutine, longest parked first
 	// (MaxParkedWorkers).
 	parked *list.List
@@ -199,7 +203,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		cfg.RecoverEvery = cfg.Lease / 2
 	}
 	if cfg.MaxResuming <= 0 {
-		cfg.MaxResuming = 32
+		cfg.MaxResuming = 512
 	}
 	if cfg.MaxParkedWorkers <= 0 {
 		cfg.MaxParkedWorkers = 1000
@@ -223,7 +227,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Runtime{cfg: cfg, log: cfg.Log, workers: map[string]*worker{}, terminating: map[string]bool{},
-		resuming: make(chan struct{}, cfg.MaxResuming), resumed: make(chan struct{}, 1), parked: list.New()}, nil
+		resuming: make(chan struct{}, cfg.MaxResuming), resumed: make(chan struct{}, 1), parked: list.New(), wave: make(chan struct{})}, nil
 }
 
 // Start lets Wake run workers, and starts the orphan sweep (its first

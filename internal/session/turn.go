@@ -100,6 +100,9 @@ func (w *worker) turn(ctx context.Context, s *store.ManagedSession, rec *store.R
 	w.resumed()
 
 	stopWatch := w.watch(tctx, abort, ts)
+	if rec != nil {
+		r.awaitWave(tctx)
+	}
 	var (
 		sr   map[string]any
 		terr error
