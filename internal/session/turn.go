@@ -93,9 +93,8 @@ func (w *worker) turn(ctx context.Context, s *store.ManagedSession, rec *store.R
 		w.conv = nil
 		return
 	}
-	w.startWorkspace(ctx, ts)
-	// The turn is resumed: the next recovered one may load, and the
-	// sweep may claim more.
+	// The turn is resumed (or begun): the next recovered one may load, and
+	// the sweep may claim more.
 	w.endResume()
 	w.resumed()
 
@@ -103,6 +102,7 @@ func (w *worker) turn(ctx context.Context, s *store.ManagedSession, rec *store.R
 	if rec != nil {
 		r.awaitWave(tctx)
 	}
+	w.startWorkspace(ctx, ts)
 	var (
 		sr   map[string]any
 		terr error
