@@ -19,8 +19,9 @@ import (
 // sweeps see it; many rows per statement, see SweepOrphans), marks it
 // Recovering (status rescheduling) and hands the turn to the session's
 // worker, which goes on from the store. At most MaxResuming workers load
-// and resume their turns at once; each turn then runs on its own, and
-// touches no sandbox until it runs a tool.
+// and resume their turns at once; a resumed turn runs once the rows
+// handed over with it are resumed too (awaitWave), and touches no sandbox
+// until it runs a tool.
 
 // DefaultMaxRecoveries is how many recoveries without progress one turn
 // gets; the next one forces the session idle (stop reason

@@ -95,9 +95,10 @@ type RuntimeConfig struct {
 	// the first sweep runs at Start.
 	RecoverEvery time.Duration
 	// MaxResuming bounds how many recovered turns load their session and
-	// resume at once (default 32): after a restart with thousands of
-	// orphans the store serves a few at a time instead of all at once.
-	// Only the resume is bounded; the turns then run concurrently.
+	// resume at once (default 512): after a restart with thousands of
+	// orphans the store serves a bounded number at a time. Only the resume
+	// is bounded; the turns then run concurrently (once their wave is
+	// resumed, see awaitWave).
 	MaxResuming int
 	// MaxParkedWorkers bounds how many idle workers keep their folded
 	// conversation for IdleWorker (default 1000); past it the longest
