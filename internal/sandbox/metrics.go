@@ -60,10 +60,6 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- stateDesc 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	sbs, err := c.m.cfg.Store.ListSandboxes(ctx, store.ListSandboxesParams{})
-	if err != nil {
-		return
-	}
 	counts := map[[2]string]int{}
 	for d := range c.m.cfg.Drivers {
 		for _, s := range States {
@@ -72,8 +68,21 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	for _, sb := range sbs {
-		counts[[2]string{string(Derive(sb)), sb.Driver}]++
+	// Page by page: a scrape holds one page of rows, not every sandbox
+	// (each hibernated object keeps a cold one).
+	p := store.ListSandboxesParams{Limit: 500}
+	for {
+		sbs, err := c.m.cfg.Store.ListSandboxes(ctx, p)
+		if err != nil {
+			return
+		}
+		for _, sb := range sbs {
+			counts[[2]string{string(Derive(sb)), sb.Driver}]++
+		}
+		if len(sbs) < p.Limit {
+			break
+		}
+		p.AfterID = sbs[len(sbs)-1].ID
 	}
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, float64(n), k[0], k[1])

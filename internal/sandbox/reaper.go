@@ -86,7 +86,9 @@ func (m *Manager) Close() {
 func (m *Manager) ReapOnce(ctx context.Context) ReapReport {
 	var rep ReapReport
 	now := m.clock.Now()
-	sbs, err := m.cfg.Store.ListSandboxes(ctx, store.ListSandboxesParams{})
+	// Only a running instance can be idle: cold sandboxes (every
+	// hibernated object has one) are not read.
+	sbs, err := m.cfg.Store.ListSandboxes(ctx, store.ListSandboxesParams{Running: true})
 	if err != nil {
 		m.log.WarnContext(ctx, "reaper: list sandboxes", "err", err)
 		return rep

@@ -47,7 +47,11 @@ const (
 	// and the thread's session (with its task) is stored; neither the
 	// parent's session.thread_created nor the call's result is written.
 	FailAfterThreadOpen = "after-thread-open"
+	// FailAfterClaim: the orphan sweep claimed a batch of orphaned run
+	// rows (ClaimRunRows committed); none of their turns is handed to a
+	// worker yet.
+	FailAfterClaim = "after-claim"
 )
 
 // Failpoints lists every failpoint, for the crash-test hook.
-var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailMidModelBlock, FailAfterToolUse, FailBeforeToolExec, FailAfterToolExec, FailAfterToolResult, FailBeforeMCPCall, FailAfterBackgroundReport, FailMidCompaction, FailMidEvaluation, FailAfterThreadOpen}
+var Failpoints = []string{FailAfterRunRow, FailBeforeModelRequest, FailMidModelStream, FailMidModelBlock, FailAfterToolUse, FailBeforeToolExec, FailAfterToolExec, FailAfterToolResult, FailBeforeMCPCall, FailAfterBackgroundReport, FailMidCompaction, FailMidEvaluation, FailAfterThreadOpen, FailAfterClaim}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentkernel/agentkernel/internal/model"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -15,8 +16,12 @@ import (
 // (no waiting for its lease); on each sweep, every row whose lease
 // expired and that no turn of this process holds. Recovery claims the row
 // (compare-and-set on its owner, so one restart counts once however many
-// sweeps see it), marks it Recovering (status rescheduling) and hands the
-// turn to the session's worker, which goes on from the store.
+// sweeps see it; many rows per statement, see SweepOrphans), marks it
+// Recovering (status rescheduling) and hands the turn to the session's
+// worker, which goes on from the store. At most MaxResuming workers load
+// and resume their turns at once; a resumed turn runs once the rows
+// handed over with it are resumed too (awaitWave), and touches no sandbox
+// until it runs a tool.
 
 // DefaultMaxRecoveries is how many recoveries without progress one turn
 // gets; the next one forces the session idle (stop reason
@@ -77,8 +82,14 @@ func node(owner string) string {
 	return owner
 }
 
-// SweepOrphans hands every orphaned run row to recovery and returns how
-// many it handed over.
+// claimBatch is how many orphaned run rows one ClaimRunRows takes over.
+const claimBatch = 500
+
+// SweepOrphans claims every orphaned run row for this process, many rows
+// per store statement (ClaimRunRows), and hands each claimed one to its
+// session's worker; it returns how many it handed over. A row that a turn
+// of this process holds, or whose recovery is already pending, is left
+// alone.
 func (r *Runtime) SweepOrphans(ctx context.Context) (int, error) {
 	rows, err := r.cfg.Store.ListRunRows(ctx)
 	if err != nil {
@@ -86,22 +97,69 @@ func (r *Runtime) SweepOrphans(ctx context.Context) (int, error) {
 	}
 	now := r.cfg.Clock.Now()
 	me := r.cfg.Owner
-	n := 0
+	// The orphans, by the owner they are claimed from (usually one: the
+	// earlier boot).
+	var froms []string
+	byFrom := map[string][]string{}
 	for _, row := range rows {
 		expired := !row.LeaseExpiresAt.After(now)
 		earlierBoot := row.Owner != me && node(row.Owner) == node(me)
 		if !earlierBoot && !expired {
 			continue
 		}
-		if r.handOver(row) {
-			n++
+		if !r.claimable(row.SessionID) {
+			continue
+		}
+		if byFrom[row.Owner] == nil {
+			froms = append(froms, row.Owner)
+		}
+		byFrom[row.Owner] = append(byFrom[row.Owner], row.SessionID)
+	}
+	n := 0
+	for _, from := range froms {
+		for ids := byFrom[from]; len(ids) > 0; {
+			r.awaitResumes(ctx, claimBatch)
+			k := min(len(ids), claimBatch)
+			claimed, err := r.cfg.Store.ClaimRunRows(ctx, store.RunRowClaim{From: from, SessionIDs: ids[:k],
+				Owner: me, Lease: r.cfg.Clock.Now().Add(r.cfg.Lease), ProgressTypes: progressTypes})
+			if err != nil {
+				return n, fmt.Errorf("claim run rows: %w", err)
+			}
+			ids = ids[k:]
+			r.failpoint(FailAfterClaim)
+			for _, row := range claimed {
+				if r.cfg.Recovered != nil {
+					select {
+					case r.cfg.Recovered <- row.SessionID:
+					default:
+					}
+				}
+				if r.handOver(row) {
+					n++
+				}
+			}
 		}
 	}
 	return n, nil
 }
 
-// handOver gives an orphaned row to its session's worker, unless a turn
-// of this process holds it or a recovery of it is already pending.
+// claimable: no turn of this process holds the session's row and no
+// recovery of it is pending. (No turn can begin while the row exists, so
+// a row found claimable stays so until the sweep hands it over.)
+func (r *Runtime) claimable(sessionID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped || r.ctx == nil || r.terminating[sessionID] {
+		return false
+	}
+	w := r.workers[sessionID]
+	return w == nil || !w.holds()
+}
+
+// handOver gives a row this process claimed to its session's worker. A
+// row it cannot hand over (the runtime stops, the session is being
+// destroyed) stays claimed with its lease: the next boot, or a sweep once
+// the lease expired, claims it again.
 func (r *Runtime) handOver(row *store.RunRow) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -112,73 +170,81 @@ func (r *Runtime) handOver(row *store.RunRow) bool {
 	if w == nil {
 		w = newWorker(r, row.SessionID)
 		r.workers[row.SessionID] = w
-		r.wg.Add(1)
-		go w.run(r.ctx)
-	} else if w.holds() {
-		return false
 	}
 	w.setRecovery(row)
 	w.notify()
+	r.startWorker(w)
 	return true
 }
 
-// claim takes the orphaned row over for this process: the attempt count
-// goes up by one, or restarts at one when the turn made progress since it
-// (or its last recovery) began. It returns nil when another process
-// claimed it first or the row is gone.
-func (w *worker) claim(ctx context.Context, old *store.RunRow) (*store.RunRow, error) {
+// recoverTurn goes on with a turn whose orphaned row the sweep claimed
+// for this process: it re-runs the turn or, past the cap, forces the
+// session idle.
+func (w *worker) recoverTurn(ctx context.Context, s *store.ManagedSession, row *store.RunRow) {
 	r := w.r
-	progress, err := r.cfg.Store.ListEvents(ctx, store.ListEventsParams{SessionID: w.id, AfterSeq: old.LastProgressSeq, Types: progressTypes, Limit: 1})
-	if err != nil {
-		return nil, err
-	}
-	last, err := r.cfg.Store.LastEventSeq(ctx, w.id)
-	if err != nil {
-		return nil, err
-	}
-	row := *old
-	if len(progress) > 0 {
-		row.RecoveryAttempts = 0
-	}
-	row.RecoveryAttempts++
-	row.Owner, row.Recovering, row.LastProgressSeq = r.cfg.Owner, true, last
-	row.LeaseExpiresAt = r.cfg.Clock.Now().Add(r.cfg.Lease)
-	got, err := r.cfg.Store.UpdateRunRow(ctx, &row, old.Owner)
-	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if r.cfg.Recovered != nil {
-		select {
-		case r.cfg.Recovered <- w.id:
-		default:
-		}
-	}
-	return got, nil
-}
-
-// recoverTurn claims an orphaned row and either re-runs its turn or, past
-// the cap, forces the session idle. It reports whether the drain should
-// go on.
-func (w *worker) recoverTurn(ctx context.Context, s *store.ManagedSession, old *store.RunRow) bool {
-	r := w.r
-	row, err := w.claim(ctx, old)
-	if err != nil {
-		r.log.WarnContext(ctx, "claim orphaned run row", "session", w.id, "err", err)
-		return false
-	}
-	if row == nil {
-		return true
-	}
-	r.log.InfoContext(ctx, "recovering turn", "session", w.id, "turn_seq", row.TurnSeq, "attempt", row.RecoveryAttempts, "old_owner", old.Owner)
+	r.log.InfoContext(ctx, "recovering turn", "session", w.id, "turn_seq", row.TurnSeq, "attempt", row.RecoveryAttempts)
 	if row.RecoveryAttempts > r.cfg.MaxRecoveries {
 		w.forceIdle(ctx, s, row)
-		return true
+		return
 	}
 	w.turn(ctx, s, row)
-	return true
+}
+
+// resumeDone counts one handed-over row less as pending and wakes a sweep
+// waiting to claim more.
+func (r *Runtime) resumeDone() {
+	if r.pendingResumes.Add(-1) == 0 {
+		r.waveMu.Lock()
+		close(r.wave)
+		r.wave = make(chan struct{})
+		r.waveMu.Unlock()
+	}
+	select {
+	case r.resumed <- struct{}{}:
+	default:
+	}
+}
+
+// awaitWave holds a resumed turn until every row handed over with it is
+// resumed too (at most Lease/2; its lease is renewed meanwhile): after a
+// restart with thousands of orphans, every session is back to running
+// before the turns spend the machine on model calls and tools, instead of
+// the last ones waiting in rescheduling behind the first ones' turns.
+func (r *Runtime) awaitWave(ctx context.Context) {
+	r.waveMu.Lock()
+	ch := r.wave
+	r.waveMu.Unlock()
+	if r.pendingResumes.Load() <= 0 {
+		return
+	}
+	t := time.NewTimer(r.cfg.Lease / 2)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// awaitResumes paces the sweep: it waits until fewer than limit handed-over
+// rows are pending, so rows are claimed about as fast as their turns are
+// resumed and no claimed row waits out its lease. It waits at most Lease/2
+// (a stuck resume must not stop the sweep).
+func (r *Runtime) awaitResumes(ctx context.Context, limit int64) {
+	if r.pendingResumes.Load() < limit {
+		return
+	}
+	giveUp := time.NewTimer(r.cfg.Lease / 2)
+	defer giveUp.Stop()
+	for r.pendingResumes.Load() >= limit {
+		select {
+		case <-r.resumed:
+		case <-giveUp.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // forceIdle ends a turn recovery gave up on: session.error, a result for

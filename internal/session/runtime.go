@@ -1,11 +1,13 @@
 package session
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/clock"
@@ -92,6 +94,16 @@ type RuntimeConfig struct {
 	// RecoverEvery is the period of the orphan sweep (default Lease/2);
 	// the first sweep runs at Start.
 	RecoverEvery time.Duration
+	// MaxResuming bounds how many recovered turns load their session and
+	// resume at once (default 512): after a restart with thousands of
+	// orphans the store serves a bounded number at a time. Only the resume
+	// is bounded; the turns then run concurrently (once their wave is
+	// resumed, see awaitWave).
+	MaxResuming int
+	// MaxParkedWorkers bounds how many idle workers keep their folded
+	// conversation for IdleWorker (default 1000); past it the longest
+	// parked is dropped, and its session's next turn reads its log again.
+	MaxParkedWorkers int
 	// MaxRecoveries caps recoveries of one turn that made no progress
 	// (default 5); the next one forces the session idle.
 	MaxRecoveries int64
@@ -155,6 +167,20 @@ type Runtime struct {
 	workers     map[string]*worker
 	terminating map[string]bool
 	wg          sync.WaitGroup
+	// resuming holds a token per recovered turn being resumed
+	// (MaxResuming).
+	resuming chan struct{}
+	// pendingResumes counts rows the sweep handed over whose turns are
+	// not resumed yet; resumed signals each one done (awaitResumes).
+	pendingResumes atomic.Int64
+	resumed        chan struct{}
+	// wave is closed (and replaced) each time pendingResumes drops to
+	// zero (awaitWave).
+	waveMu sync.Mutex
+	wave   chan struct{}
+	// parked are the workers without a goroutine, longest parked first
+	// (MaxParkedWorkers).
+	parked *list.List
 }
 
 // NewRuntime validates cfg and fills defaults. Nothing runs until Start.
@@ -177,6 +203,12 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.RecoverEvery <= 0 {
 		cfg.RecoverEvery = cfg.Lease / 2
 	}
+	if cfg.MaxResuming <= 0 {
+		cfg.MaxResuming = 512
+	}
+	if cfg.MaxParkedWorkers <= 0 {
+		cfg.MaxParkedWorkers = 1000
+	}
 	if cfg.MaxRecoveries <= 0 {
 		cfg.MaxRecoveries = DefaultMaxRecoveries
 	}
@@ -195,7 +227,8 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Runtime{cfg: cfg, log: cfg.Log, workers: map[string]*worker{}, terminating: map[string]bool{}}, nil
+	return &Runtime{cfg: cfg, log: cfg.Log, workers: map[string]*worker{}, terminating: map[string]bool{},
+		resuming: make(chan struct{}, cfg.MaxResuming), resumed: make(chan struct{}, 1), parked: list.New(), wave: make(chan struct{})}, nil
 }
 
 // Start lets Wake run workers, and starts the orphan sweep (its first
@@ -231,6 +264,11 @@ func (r *Runtime) Stop() {
 	if r.cancel != nil {
 		r.cancel()
 	}
+	for _, w := range r.workers {
+		if w.evict != nil {
+			w.evict.Stop()
+		}
+	}
 	r.mu.Unlock()
 	r.wg.Wait()
 }
@@ -247,22 +285,78 @@ func (r *Runtime) Wake(sessionID string) {
 	if w == nil {
 		w = newWorker(r, sessionID)
 		r.workers[sessionID] = w
-		r.wg.Add(1)
-		go w.run(r.ctx)
 	}
 	w.notify()
+	r.startWorker(w)
 }
 
-// exitIfIdle removes w when no wake-up arrived since it decided to exit.
-// Wake notifies under r.mu, so a wake-up is never lost.
-func (r *Runtime) exitIfIdle(w *worker) bool {
+// startWorker runs w's goroutine unless it runs. Called with r.mu held.
+func (r *Runtime) startWorker(w *worker) {
+	if w.running {
+		return
+	}
+	r.unpark(w)
+	w.running = true
+	r.wg.Add(1)
+	go w.run(r.ctx)
+}
+
+// park ends w's goroutine when no wake-up arrived since its last drain
+// (Wake notifies under r.mu, so none is lost) and keeps the worker for
+// IdleWorker; it reports whether the goroutine must exit. Once the runtime
+// stops, the worker is removed.
+func (r *Runtime) park(w *worker) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(w.wake) > 0 && !r.stopped {
+	if r.stopped || r.ctx.Err() != nil {
+		w.running = false
+		r.remove(w)
+		return true
+	}
+	if len(w.wake) > 0 {
 		return false
 	}
-	delete(r.workers, w.id)
+	w.running = false
+	w.evict = time.AfterFunc(r.cfg.IdleWorker, func() { r.evictIdle(w) })
+	w.parkedAt = r.parked.PushBack(w)
+	for r.parked.Len() > r.cfg.MaxParkedWorkers {
+		r.remove(r.parked.Front().Value.(*worker))
+	}
 	return true
+}
+
+// unpark cancels w's eviction and takes it off the parked list. Called
+// with r.mu held.
+func (r *Runtime) unpark(w *worker) {
+	if w.evict != nil {
+		w.evict.Stop()
+		w.evict = nil
+	}
+	if w.parkedAt != nil {
+		r.parked.Remove(w.parkedAt)
+		w.parkedAt = nil
+	}
+}
+
+// evictIdle removes a worker that stayed parked for IdleWorker.
+func (r *Runtime) evictIdle(w *worker) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w.running || len(w.wake) > 0 {
+		return
+	}
+	r.remove(w)
+}
+
+// remove drops w from the map. Called with r.mu held.
+func (r *Runtime) remove(w *worker) {
+	r.unpark(w)
+	if r.workers[w.id] == w {
+		delete(r.workers, w.id)
+	}
+	// A row handed over to a worker that never resumed it (its session
+	// ended first) is pending no more; the row itself stays for a sweep.
+	w.dropRecovery()
 }
 
 // Destroy terminates a session (seed 000's destroy sequence): a running

@@ -65,13 +65,9 @@ var errLostRow = errors.New("the run row was taken over by another process")
 // goes on from the store instead of starting.
 func (w *worker) turn(ctx context.Context, s *store.ManagedSession, rec *store.RunRow) {
 	r := w.r
-	w.mu.Lock()
-	if r.isTerminating(w.id) {
-		w.mu.Unlock()
-		return
-	}
 	tctx, abort := context.WithCancelCause(ctx)
 	done := make(chan struct{})
+	w.mu.Lock()
 	w.abort, w.turnDone = abort, done
 	w.mu.Unlock()
 	defer func() {
@@ -81,6 +77,13 @@ func (w *worker) turn(ctx context.Context, s *store.ManagedSession, rec *store.R
 		abort(nil)
 		close(done)
 	}()
+	// Checked once the turn is abortable (never with w.mu held: the
+	// runtime's lock is taken before a worker's): Destroy marks the
+	// session terminating before it aborts the turn, so either this sees
+	// the mark or Destroy aborts this turn and waits for it.
+	if r.isTerminating(w.id) {
+		return
+	}
 
 	ts := &turnState{s: s, startSeq: w.conv.seq}
 	fctx := context.WithoutCancel(ctx)
@@ -94,9 +97,16 @@ func (w *worker) turn(ctx context.Context, s *store.ManagedSession, rec *store.R
 		w.conv = nil
 		return
 	}
-	w.startWorkspace(ctx, ts)
+	// The turn is resumed (or begun): the next recovered one may load, and
+	// the sweep may claim more.
+	w.endResume()
+	w.resumed()
 
 	stopWatch := w.watch(tctx, abort, ts)
+	if rec != nil {
+		r.awaitWave(tctx)
+	}
+	w.startWorkspace(ctx, ts)
 	var (
 		sr   map[string]any
 		terr error

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"sync"
@@ -37,27 +38,93 @@ type worker struct {
 	mu       sync.Mutex
 	abort    context.CancelCauseFunc // of the running turn, nil between turns
 	turnDone chan struct{}
-	// recovery is an orphaned run row handed over by the sweep, waiting
-	// for the drain to claim it.
-	recovery *store.RunRow
+	// recovery is an orphaned run row the sweep claimed for this process,
+	// waiting for the drain to resume its turn; it is counted in
+	// Runtime.pendingResumes (until the turn is resumed), pendingCounted.
+	recovery       *store.RunRow
+	pendingCounted bool
+	// resumeSlot: the drain holds one of the runtime's resuming tokens
+	// (worker goroutine only).
+	resumeSlot bool
+
+	// running says a goroutine runs the worker; evict, while it is parked,
+	// removes it after IdleWorker. Both are guarded by the runtime's mu.
+	running  bool
+	evict    *time.Timer
+	parkedAt *list.Element
 }
 
-// setRecovery hands the worker an orphaned row to recover.
+// startResume waits for a resuming token when a recovery is pending; it
+// reports false when ctx ended first.
+func (w *worker) startResume(ctx context.Context) bool {
+	w.mu.Lock()
+	pending := w.recovery != nil
+	w.mu.Unlock()
+	if !pending || w.resumeSlot {
+		return true
+	}
+	select {
+	case w.r.resuming <- struct{}{}:
+		w.resumeSlot = true
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// endResume gives the resuming token back, if the drain holds one.
+func (w *worker) endResume() {
+	if w.resumeSlot {
+		w.resumeSlot = false
+		<-w.r.resuming
+	}
+}
+
+// setRecovery hands the worker an orphaned row this process claimed. It
+// counts as pending (Runtime.pendingResumes) until the drain is done with
+// it or drops it.
 func (w *worker) setRecovery(row *store.RunRow) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.pendingCounted {
+		w.pendingCounted = true
+		w.r.pendingResumes.Add(1)
+	}
 	w.recovery = row
 }
 
-func (w *worker) takeRecovery() *store.RunRow {
+// resumed counts the handed-over row as resumed (Runtime.pendingResumes):
+// its turn runs again, or never will here. The worker still holds it
+// until the turn ends.
+func (w *worker) resumed() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	row := w.recovery
-	w.recovery = nil
-	return row
+	counted := w.pendingCounted
+	w.pendingCounted = false
+	w.mu.Unlock()
+	if counted {
+		w.r.resumeDone()
+	}
 }
 
-// holds: a turn runs, or a recovery waits to be claimed.
+// pendingRecovery is the row handed over, if any. It stays the worker's
+// (holds reports it) until dropRecovery, so the sweep never claims a row
+// again while its turn is being resumed here.
+func (w *worker) pendingRecovery() *store.RunRow {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.recovery
+}
+
+// dropRecovery ends the worker's hold on a handed-over row: its turn was
+// resumed (or given up), or its session is gone or terminated.
+func (w *worker) dropRecovery() {
+	w.mu.Lock()
+	w.recovery = nil
+	w.mu.Unlock()
+	w.resumed()
+}
+
+// holds: a turn runs, or a recovery is pending or being resumed.
 func (w *worker) holds() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -75,23 +142,24 @@ func (w *worker) notify() {
 	}
 }
 
+// run drains the session's queue on its own goroutine while there is
+// work, then parks: the goroutine exits and the worker (its folded
+// conversation) stays in the runtime's map for IdleWorker, so the next
+// wake-up starts a goroutine that goes on from it. An idle session costs
+// no goroutine (and no stack).
 func (w *worker) run(ctx context.Context) {
 	defer w.r.wg.Done()
-	idle := time.NewTimer(w.r.cfg.IdleWorker)
-	defer idle.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			w.r.exitIfIdle(w)
+			w.r.park(w)
 			return
 		case <-w.wake:
 			w.drain(ctx)
-			idle.Reset(w.r.cfg.IdleWorker)
-		case <-idle.C:
-			if w.r.exitIfIdle(w) {
+		default:
+			if w.r.park(w) {
 				return
 			}
-			idle.Reset(w.r.cfg.IdleWorker)
 		}
 	}
 }
@@ -99,18 +167,25 @@ func (w *worker) run(ctx context.Context) {
 // drain runs turns while the queue has work: queued user messages, or the
 // results and confirmations a requires_action turn waited for.
 func (w *worker) drain(ctx context.Context) {
+	defer w.endResume()
 	for ctx.Err() == nil && !w.r.isTerminating(w.id) {
+		if !w.startResume(ctx) {
+			return
+		}
 		s, err := w.r.cfg.Store.GetManagedSession(ctx, w.id)
 		if err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
 				w.r.log.WarnContext(ctx, "session load", "session", w.id, "err", err)
+			} else {
+				w.dropRecovery()
 			}
 			return
 		}
 		if s.TerminatedAt != nil || s.ArchivedAt != nil {
+			w.dropRecovery()
 			return
 		}
-		rec := w.takeRecovery()
+		rec := w.pendingRecovery()
 		if w.conv == nil || rec != nil || s.Lineage.Rewinds != w.rewinds {
 			// Recovery rebuilds the conversation from the store alone, and
 			// so does a worker whose log was rewound under it.
@@ -121,9 +196,9 @@ func (w *worker) drain(ctx context.Context) {
 			return
 		}
 		if rec != nil {
-			if !w.recoverTurn(ctx, s, rec) {
-				return
-			}
+			w.recoverTurn(ctx, s, rec)
+			w.dropRecovery()
+			w.endResume()
 			continue
 		}
 		if w.conv.threads {

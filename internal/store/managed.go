@@ -163,6 +163,16 @@ type RunRow struct {
 	UpdatedAt       time.Time
 }
 
+// RunRowClaim is one ClaimRunRows: the rows of SessionIDs that From owns
+// go to Owner.
+type RunRowClaim struct {
+	From          string
+	SessionIDs    []string
+	Owner         string
+	Lease         time.Time
+	ProgressTypes []string
+}
+
 // ManagedStore holds the Managed Agents resources, sessions included: a
 // Managed Agents session is a seed-004 session (BranchStore holds its
 // step, turn, fork and rewind operations).
@@ -232,6 +242,17 @@ type ManagedStore interface {
 	DeleteRunRow(ctx context.Context, sessionID, owner string) error
 	// ListRunRows lists every run row (recovery sweeps them).
 	ListRunRows(ctx context.Context) ([]*RunRow, error)
+	// ClaimRunRows takes many orphaned run rows over in ONE statement
+	// (recovery after a restart claims thousands at once). Each row of
+	// c.SessionIDs is written only if its stored Owner is still c.From —
+	// the compare-and-set of UpdateRunRow, so of racing claimers exactly
+	// one gets each row; rows gone or owned by anyone else are skipped,
+	// not an error. A written row gets Owner = c.Owner, Recovering,
+	// LeaseExpiresAt = c.Lease, LastProgressSeq = the session's newest
+	// event Seq, and RecoveryAttempts + 1 — or 1 when an event of one of
+	// c.ProgressTypes has a Seq above its LastProgressSeq (the turn moved
+	// since it, or its last recovery, began). It returns the rows written.
+	ClaimRunRows(ctx context.Context, c RunRowClaim) ([]*RunRow, error)
 	// ListPendingSessions returns, ordered by id, the sessions that are not
 	// terminated, have no run row, and hold a user event after
 	// ProcessedSeq: input no turn has taken, e.g. because the daemon died

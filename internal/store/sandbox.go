@@ -54,8 +54,13 @@ type ListSandboxesParams struct {
 	TenantID string
 	// IncludeDestroyed lists destroyed sandboxes too.
 	IncludeDestroyed bool
-	AfterID          string
-	Limit            int
+	// Running lists only sandboxes whose instance may run: those with a
+	// driver Handle or a stop in progress (StoppingAt) — what recovery and
+	// the idle reaper look at, without reading every cold sandbox (each
+	// hibernated object keeps one).
+	Running bool
+	AfterID string
+	Limit   int
 }
 
 // Backup is a verified workspace snapshot stored as a blob.

@@ -421,3 +421,74 @@ func TestProgressResetsTheRecoveryCount(t *testing.T) {
 		}
 	})
 }
+
+// TestCrashAfterBatchClaim: many turns are orphaned, and the boot that
+// recovers them dies right after its sweep claimed them all in one batch,
+// before any was resumed. The next boot claims them from it and resumes
+// each exactly once: one status_rescheduled, one answer, per session.
+func TestCrashAfterBatchClaim(t *testing.T) {
+	const sessions = 20
+	engines(t, func(t *testing.T, engine string) {
+		var hang atomic.Bool
+		hang.Store(true)
+		fake := anthropictest.New(t, func(r anthropictest.Request) anthropictest.Turn {
+			answer := "answer to " + lastUserText(r)
+			if hang.Load() {
+				return anthropictest.Turn{Text: answer, Hang: true}
+			}
+			rest, ok := strings.CutPrefix(answer, prefilled(r))
+			if !ok {
+				rest = "(the prefill " + prefilled(r) + " does not begin " + answer + ")"
+			}
+			return anthropictest.Turn{Text: rest}
+		})
+		var hanging atomic.Int64
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			for {
+				select {
+				case <-fake.Hanging:
+					hanging.Add(1)
+				case <-done:
+					return
+				}
+			}
+		}()
+		n := newNode(t, engine, fake.URL)
+		n.start()
+		c := n.client()
+		sids := make([]string, sessions)
+		for i := range sids {
+			sids[i] = newSession(t, c)
+			send(t, c, sids[i], fmt.Sprintf("q%d", i))
+		}
+		for deadline := time.Now().Add(2 * time.Minute); hanging.Load() < sessions; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d of %d turns reached the model\n%s", hanging.Load(), sessions, n.logs())
+			}
+		}
+		n.kill()
+		// The second boot claims every orphan and dies before resuming any.
+		n.arm(session.FailAfterClaim)
+		n.start()
+		n.waitReached(session.FailAfterClaim)
+		n.kill()
+		n.disarm(session.FailAfterClaim)
+		hang.Store(false)
+		n.start()
+		c = n.client()
+		for i, sid := range sids {
+			evs := waitIdle(t, n, c, sid, 1)
+			checkTrajectory(t, evs)
+			want := []string{"user.message", "session.status_running", "span.model_request_start", "session.status_rescheduled",
+				"agent.message", "span.model_request_end", "session.status_idle"}
+			if !slices.Equal(types(evs), want) {
+				t.Fatalf("session %d trajectory %v, want %v (resumed exactly once)", i, types(evs), want)
+			}
+			if msgs := ofType(evs, "agent.message"); msgs[0].text() != fmt.Sprintf("answer to q%d", i) {
+				t.Fatalf("session %d answered %q", i, msgs[0].text())
+			}
+		}
+	})
+}

@@ -156,3 +156,33 @@ func (s *Store) ListRunRows(ctx context.Context) ([]*store.RunRow, error) {
 	}
 	return collect(rows, "run rows", scanRunRow)
 }
+
+// ClaimRunRows implements store.ManagedStore. The rows are locked in
+// session order first (FOR UPDATE re-checks the owner of a row another
+// claimer just wrote, so it is skipped), so claimers of overlapping sets
+// never deadlock; then they are written in the same statement.
+func (s *Store) ClaimRunRows(ctx context.Context, c store.RunRowClaim) ([]*store.RunRow, error) {
+	if c.Owner == "" || c.From == "" {
+		return nil, fmt.Errorf("claim run rows: Owner and From must be set: %w", store.ErrInvalid)
+	}
+	if len(c.SessionIDs) == 0 {
+		return []*store.RunRow{}, nil
+	}
+	types := append([]string{}, c.ProgressTypes...)
+	rows, err := s.pool.Query(ctx, `WITH claimed AS (
+			SELECT id FROM runs WHERE session_id = ANY($1) AND status = 'running' AND owner = $2 AND owner <> ''
+			ORDER BY session_id COLLATE "C" FOR UPDATE)
+		UPDATE runs SET owner = $3, lease_expires_at = $4, recovering = true,
+			recovery_attempts = CASE WHEN EXISTS (SELECT 1 FROM messages m WHERE m.session_id = runs.session_id
+				AND m.seq > runs.last_progress_seq AND m.role = ANY($5)) THEN 1 ELSE runs.recovery_attempts + 1 END,
+			last_progress_seq = (SELECT COALESCE(MAX(m.seq), 0) FROM messages m WHERE m.session_id = runs.session_id),
+			updated_at = $6
+		FROM claimed WHERE runs.id = claimed.id
+		RETURNING runs.session_id, runs.id, runs.turn_seq, runs.owner, runs.lease_expires_at, runs.recovering,
+			runs.recovery_attempts, runs.last_progress_seq, runs.created_at, runs.updated_at`,
+		c.SessionIDs, c.From, c.Owner, c.Lease, types, s.clock())
+	if err != nil {
+		return nil, mapErr("claim run rows", err)
+	}
+	return collect(rows, "claimed run rows", scanRunRow)
+}

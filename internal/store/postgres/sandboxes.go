@@ -75,7 +75,8 @@ func (s *Store) ListSandboxes(ctx context.Context, p store.ListSandboxesParams) 
 		WHERE ($1::text = '' OR tenant_id = $1)
 		  AND ($2::boolean OR destroyed_at IS NULL)
 		  AND ($3::text = '' OR id > $3)
-		ORDER BY id LIMIT $4`, p.TenantID, p.IncludeDestroyed, p.AfterID, limit)
+		  AND (NOT $5::boolean OR handle IS NOT NULL OR stopping_at IS NOT NULL)
+		ORDER BY id LIMIT $4`, p.TenantID, p.IncludeDestroyed, p.AfterID, limit, p.Running)
 	if err != nil {
 		return nil, mapErr("list sandboxes", err)
 	}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -148,4 +149,36 @@ func (s *Store) ListRunRows(ctx context.Context) ([]*store.RunRow, error) {
 		return nil, fmt.Errorf("sqlite: list run rows: %w", err)
 	}
 	return collect(rows, "run rows", scanRunRow)
+}
+
+// ClaimRunRows implements store.ManagedStore: one UPDATE for every row
+// (the single writer makes the owner check and the write one step).
+func (s *Store) ClaimRunRows(ctx context.Context, c store.RunRowClaim) ([]*store.RunRow, error) {
+	if c.Owner == "" || c.From == "" {
+		return nil, fmt.Errorf("claim run rows: Owner and From must be set: %w", store.ErrInvalid)
+	}
+	if len(c.SessionIDs) == 0 {
+		return []*store.RunRow{}, nil
+	}
+	sessions, err := json.Marshal(c.SessionIDs)
+	if err != nil {
+		return nil, err
+	}
+	types, err := json.Marshal(append([]string{}, c.ProgressTypes...))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.write.QueryContext(ctx, `UPDATE runs SET owner = ?1, lease_expires_at = ?2, recovering = 1,
+		recovery_attempts = CASE WHEN EXISTS (SELECT 1 FROM messages m WHERE m.session_id = runs.session_id
+			AND m.seq > runs.last_progress_seq AND m.role IN (SELECT value FROM json_each(?3)))
+			THEN 1 ELSE recovery_attempts + 1 END,
+		last_progress_seq = (SELECT COALESCE(MAX(m.seq), 0) FROM messages m WHERE m.session_id = runs.session_id),
+		updated_at = ?4
+		WHERE session_id IN (SELECT value FROM json_each(?5)) AND status = 'running' AND owner = ?6 AND owner <> ''
+		RETURNING `+runRowCols,
+		c.Owner, micros(c.Lease), string(types), micros(s.timestamp()), string(sessions), c.From)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: claim run rows: %w", err)
+	}
+	return collect(rows, "claimed run rows", scanRunRow)
 }

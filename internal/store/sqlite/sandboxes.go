@@ -77,7 +77,8 @@ func (s *Store) ListSandboxes(ctx context.Context, p store.ListSandboxesParams) 
 		WHERE (?1 = '' OR tenant_id = ?1)
 		  AND (?2 OR destroyed_at IS NULL)
 		  AND id > ?3
-		ORDER BY id LIMIT ?4`, p.TenantID, p.IncludeDestroyed, p.AfterID, limit)
+		  AND (NOT ?5 OR handle IS NOT NULL OR stopping_at IS NOT NULL)
+		ORDER BY id LIMIT ?4`, p.TenantID, p.IncludeDestroyed, p.AfterID, limit, p.Running)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list sandboxes: %w", err)
 	}

@@ -17,6 +17,7 @@ var mgRaceCases = []mgCase{
 	{"AppendAndUpdate", testMgAppendUpdateRace},
 	{"RunRowInsertExactlyOneWins", testMgRunRowInsertRace},
 	{"RunRowTakeoverExactlyOneWins", testMgRunRowTakeoverRace},
+	{"RunRowBatchClaimExactlyOneOwner", testMgRunRowClaimRace},
 }
 
 // mgOneWinner checks that exactly one of errs is nil and the rest are want.
@@ -230,4 +231,70 @@ func testMgRunRowTakeoverRace(e *mgEnv) {
 	equal(e.t, "Owner", got.Owner, fmt.Sprintf("node-%d/boot", winner))
 	equal(e.t, "RecoveryAttempts", got.RecoveryAttempts, int64(winner+1))
 	equal(e.t, "Recovering", got.Recovering, true)
+}
+
+// testMgRunRowClaimRace: recoverers on several nodes claim overlapping
+// batches of one dead owner's rows at once (each its own order, and
+// racing single-row takeovers too); every row ends with exactly one of
+// them, the one whose claim returned it.
+func testMgRunRowClaimRace(e *mgEnv) {
+	const rows, batchers, singles = 40, 6, 4
+	dead := "node-dead/boot"
+	var ids []string
+	for i := range rows {
+		s := e.session(store.ManagedSession{ID: fmt.Sprintf("sesn_claim%02d", i)})
+		e.runRow(store.RunRow{SessionID: s.ID, TurnSeq: 1, Owner: dead, LeaseExpiresAt: sbAt(0)})
+		ids = append(ids, s.ID)
+	}
+	won := make([][]string, batchers+singles)
+	errs := make([]error, batchers+singles)
+	race(batchers+singles, func(i int) {
+		owner := fmt.Sprintf("node-%d/boot", i)
+		if i >= batchers {
+			// A single-row takeover of every third row, as UpdateRunRow.
+			for j := i % 3; j < rows; j += 3 {
+				_, err := e.s.UpdateRunRow(e.ctx, &store.RunRow{SessionID: ids[j], Owner: owner, Recovering: true,
+					LeaseExpiresAt: sbAt(time.Minute)}, dead)
+				switch {
+				case err == nil:
+					won[i] = append(won[i], ids[j])
+				case !errors.Is(err, store.ErrConflict):
+					errs[i] = err
+				}
+			}
+			return
+		}
+		// Overlapping batches, each in its own order.
+		batch := make([]string, 0, rows)
+		for j := range rows {
+			batch = append(batch, ids[(j*(i+1)+i)%rows])
+		}
+		got, err := e.s.ClaimRunRows(e.ctx, store.RunRowClaim{From: dead, Owner: owner, Lease: sbAt(time.Minute),
+			SessionIDs: batch})
+		errs[i] = err
+		for _, r := range got {
+			if r.Owner != owner {
+				errs[i] = fmt.Errorf("claim returned %s with owner %q", r.SessionID, r.Owner)
+			}
+			won[i] = append(won[i], r.SessionID)
+		}
+	})
+	owners := map[string]string{}
+	for i, err := range errs {
+		mustOK(e.t, err, fmt.Sprintf("claimer %d", i))
+		for _, id := range won[i] {
+			if prev, dup := owners[id]; dup {
+				e.t.Fatalf("run row of %s claimed by both %s and node-%d/boot", id, prev, i)
+			}
+			owners[id] = fmt.Sprintf("node-%d/boot", i)
+		}
+	}
+	for _, id := range ids {
+		got, err := e.s.GetRunRow(e.ctx, id)
+		mustOK(e.t, err, "GetRunRow "+id)
+		if owners[id] == "" {
+			e.t.Fatalf("run row of %s claimed by nobody (owner %q)", id, got.Owner)
+		}
+		equal(e.t, id+" Owner", got.Owner, owners[id])
+	}
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"sort"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -12,6 +13,7 @@ var mgRunRowCases = []mgCase{
 	{"UpdateOnlyByOwner", testMgRunRowUpdate},
 	{"DeleteOnlyByOwner", testMgRunRowDelete},
 	{"ListAll", testMgRunRowList},
+	{"ClaimMany", testMgRunRowClaim},
 }
 
 func runRowID(r *store.RunRow) string { return r.SessionID }
@@ -142,4 +144,82 @@ func testMgRunRowList(e *mgEnv) {
 	rows, err = e.s.ListRunRows(e.ctx)
 	mgEqualIDs(e.t, "run rows", mgIDs(e.t, "ListRunRows", rows, err, runRowID), "sesn_a", "sesn_b", "sesn_c", "sesn_t2")
 	equal(e.t, "listed Owner", rows[0].Owner, "node-1/boot-a")
+}
+
+// testMgRunRowClaim: ClaimRunRows takes the rows From owns and skips the
+// rest, and counts recovery attempts as UpdateRunRow's callers did: one
+// more, or back to one after progress.
+func testMgRunRowClaim(e *mgEnv) {
+	progress := []string{"agent.message", "agent.tool_use"}
+	dead, me := "node-1/boot-dead", "node-1/boot-new"
+	// stuck: no progress since its last recovery began (attempt 2 → 3).
+	stuck := e.session(store.ManagedSession{ID: "sesn_stuck"})
+	evs := e.appendTypes(stuck.ID, "user.message", "session.status_running", "session.status_rescheduled")
+	e.runRow(store.RunRow{SessionID: stuck.ID, TurnSeq: evs[0].Seq, Owner: dead, LeaseExpiresAt: sbAt(time.Hour),
+		RecoveryAttempts: 2, LastProgressSeq: evs[1].Seq})
+	// moved: the model answered after the last recovery (attempt 3 → 1).
+	moved := e.session(store.ManagedSession{ID: "sesn_moved"})
+	evs = e.appendTypes(moved.ID, "user.message", "session.status_running")
+	e.runRow(store.RunRow{SessionID: moved.ID, TurnSeq: evs[0].Seq, Owner: dead, LeaseExpiresAt: sbAt(0),
+		RecoveryAttempts: 3, LastProgressSeq: evs[1].Seq})
+	e.appendTypes(moved.ID, "agent.message", "session.status_rescheduled")
+	// fresh: never recovered, no events after the row's start.
+	fresh := e.session(store.ManagedSession{ID: "sesn_fresh"})
+	evs = e.appendTypes(fresh.ID, "user.message")
+	e.runRow(store.RunRow{SessionID: fresh.ID, TurnSeq: evs[0].Seq, Owner: dead, LeaseExpiresAt: sbAt(0),
+		LastProgressSeq: evs[0].Seq})
+	// other: someone else's row, named in the claim all the same.
+	other := e.session(store.ManagedSession{ID: "sesn_other"})
+	otherRow := e.runRow(store.RunRow{SessionID: other.ID, Owner: "node-2/boot-x", LeaseExpiresAt: sbAt(0)})
+	// idle: no run row at all.
+	idle := e.session(store.ManagedSession{ID: "sesn_idlec"})
+
+	lease := sbAt(time.Minute)
+	got, err := e.s.ClaimRunRows(e.ctx, store.RunRowClaim{From: dead, Owner: me, Lease: lease, ProgressTypes: progress,
+		SessionIDs: []string{stuck.ID, moved.ID, fresh.ID, other.ID, idle.ID, "sesn_missing"}})
+	mustOK(e.t, err, "ClaimRunRows")
+	byID := map[string]*store.RunRow{}
+	for _, r := range got {
+		byID[r.SessionID] = r
+	}
+	mgEqualIDs(e.t, "claimed", mgIDs(e.t, "ClaimRunRows", sortedRows(got), nil, runRowID), "sesn_fresh", "sesn_moved", "sesn_stuck")
+	for id, want := range map[string]struct{ attempts, last int64 }{
+		stuck.ID: {3, e.lastSeq(stuck.ID)}, moved.ID: {1, e.lastSeq(moved.ID)}, fresh.ID: {1, e.lastSeq(fresh.ID)},
+	} {
+		r := byID[id]
+		equal(e.t, id+" Owner", r.Owner, me)
+		equal(e.t, id+" Recovering", r.Recovering, true)
+		equal(e.t, id+" RecoveryAttempts", r.RecoveryAttempts, want.attempts)
+		equal(e.t, id+" LastProgressSeq", r.LastProgressSeq, want.last)
+		sbSameTime(e.t, id+" LeaseExpiresAt", r.LeaseExpiresAt, lease)
+		stored, err := e.s.GetRunRow(e.ctx, id)
+		mustOK(e.t, err, "GetRunRow "+id)
+		sameRunRow(e, id+" stored", stored, r)
+	}
+	stored, err := e.s.GetRunRow(e.ctx, other.ID)
+	mustOK(e.t, err, "GetRunRow of the row another owner holds")
+	sameRunRow(e, "another owner's row", stored, otherRow)
+
+	// The old owner has lost them: a second claim from it takes nothing,
+	// and its own writes are refused.
+	again, err := e.s.ClaimRunRows(e.ctx, store.RunRowClaim{From: dead, Owner: "node-1/boot-third", Lease: lease,
+		ProgressTypes: progress, SessionIDs: []string{stuck.ID, moved.ID, fresh.ID}})
+	mustOK(e.t, err, "ClaimRunRows again")
+	equal(e.t, "rows claimed twice", len(again), 0)
+	stale := *byID[stuck.ID]
+	stale.Owner = dead
+	_, err = e.s.UpdateRunRow(e.ctx, &stale, dead)
+	mustErrIs(e.t, err, store.ErrConflict, "UpdateRunRow by the owner the rows were claimed from")
+
+	none, err := e.s.ClaimRunRows(e.ctx, store.RunRowClaim{From: dead, Owner: me, Lease: lease})
+	mustOK(e.t, err, "ClaimRunRows of no session")
+	equal(e.t, "rows claimed of none", len(none), 0)
+	_, err = e.s.ClaimRunRows(e.ctx, store.RunRowClaim{From: dead, Lease: lease, SessionIDs: []string{stuck.ID}})
+	mustErrIs(e.t, err, store.ErrInvalid, "ClaimRunRows to an empty Owner")
+}
+
+func sortedRows(rows []*store.RunRow) []*store.RunRow {
+	out := append([]*store.RunRow{}, rows...)
+	sort.Slice(out, func(i, j int) bool { return out[i].SessionID < out[j].SessionID })
+	return out
 }

@@ -185,6 +185,7 @@ var sandboxCases = []sandboxCase{
 	{"List", testSandboxList},
 	{"ListScopedToTenant", testSandboxListTenant},
 	{"ListPages", testSandboxListPages},
+	{"ListRunning", testSandboxListRunning},
 	{"DeleteKeepsBackups", testSandboxDelete},
 }
 
@@ -440,4 +441,20 @@ func testSandboxDelete(e *sbEnv) {
 	mustOK(e.t, err, "LatestBackup after its sandbox was deleted")
 	equal(e.t, "latest backup", latest.ID, b.ID)
 	sbEqualIDs(e.t, "ListBackups after sandbox delete", e.listBackupIDs(sb.ID), b.ID)
+}
+
+// testSandboxListRunning: Running lists the sandboxes with a handle or a
+// stop in progress, not the cold ones (nor destroyed ones, unless asked).
+func testSandboxListRunning(e *sbEnv) {
+	e.create(store.Sandbox{ID: "sbx_cold", TenantID: "tnt_a"})
+	e.create(store.Sandbox{ID: "sbx_run", TenantID: "tnt_a", Handle: json.RawMessage(`{"pid":1}`), StartedAt: sbAtPtr(0)})
+	e.create(store.Sandbox{ID: "sbx_warm", TenantID: "tnt_b", Handle: json.RawMessage(`{"pid":2}`), StartedAt: sbAtPtr(0),
+		WarmedAt: sbAtPtr(time.Second)})
+	e.create(store.Sandbox{ID: "sbx_stop", TenantID: "tnt_a", StoppingAt: sbAtPtr(0)})
+	e.create(store.Sandbox{ID: "sbx_gone", TenantID: "tnt_a", Handle: json.RawMessage(`{"pid":3}`), DestroyedAt: sbAtPtr(0)})
+	sbEqualIDs(e.t, "running", e.list(store.ListSandboxesParams{Running: true}), "sbx_run", "sbx_stop", "sbx_warm")
+	sbEqualIDs(e.t, "running of tenant a", e.list(store.ListSandboxesParams{TenantID: "tnt_a", Running: true}), "sbx_run", "sbx_stop")
+	sbEqualIDs(e.t, "running with destroyed", e.list(store.ListSandboxesParams{Running: true, IncludeDestroyed: true}),
+		"sbx_gone", "sbx_run", "sbx_stop", "sbx_warm")
+	sbEqualIDs(e.t, "all", e.list(store.ListSandboxesParams{}), "sbx_cold", "sbx_run", "sbx_stop", "sbx_warm")
 }
