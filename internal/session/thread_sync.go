@@ -74,12 +74,7 @@ func (w *worker) threadName(ctx context.Context, th *store.ManagedSession) strin
 	}
 	name := th.AgentID
 	if a, err := w.r.cfg.Store.GetAgent(ctx, th.AgentID, th.AgentVersion); err == nil {
-		var d struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(a.Doc, &d) == nil && d.Name != "" {
-			name = d.Name
-		}
+		name = agentName(a)
 		w.threadNames[key] = name
 	}
 	return name

@@ -45,15 +45,7 @@ func (w *worker) roster(ctx context.Context, spec *agentSpec) ([]rosterAgent, er
 		if err != nil {
 			return nil, fmt.Errorf("roster agent %s version %d: %w", ref.ID, ref.Version, err)
 		}
-		var doc struct {
-			Name string `json:"name"`
-		}
-		_ = json.Unmarshal(a.Doc, &doc)
-		name := doc.Name
-		if name == "" {
-			name = a.ID
-		}
-		out = append(out, rosterAgent{rosterRef: ref, Name: name, Doc: a.Doc})
+		out = append(out, rosterAgent{rosterRef: ref, Name: agentName(a), Doc: a.Doc})
 	}
 	return out, nil
 }
@@ -276,16 +268,7 @@ func (w *worker) messageThread(ctx context.Context, ts *turnState, cl *call, opI
 		return threadResult{}, fmt.Errorf("message thread %s: %w", th.ID, err)
 	}
 	r.Wake(th.ID)
-	name := th.AgentID
-	if spec, err := r.cfg.Store.GetAgent(ctx, th.AgentID, th.AgentVersion); err == nil {
-		var d struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(spec.Doc, &d) == nil && d.Name != "" {
-			name = d.Name
-		}
-	}
-	sent := newEvent(EventThreadMessageSent, map[string]any{"to_session_thread_id": th.ID, "to_agent_name": name,
+	sent := newEvent(EventThreadMessageSent, map[string]any{"to_session_thread_id": th.ID, "to_agent_name": w.threadName(ctx, th),
 		"content": textContent(in.Message)})
 	sent.ID = derivedID("sevt_", opID, "sent")
 	if err := w.appendOnce(ctx, sent); err != nil {
@@ -314,4 +297,17 @@ func mustJSON(v any) json.RawMessage {
 		panic(err)
 	}
 	return raw
+}
+
+// agentName is the name an agent version's document gives it (its id when
+// it has none): what a coordinator calls a roster agent, and what a
+// thread's events name it by.
+func agentName(a *store.Agent) string {
+	var d struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(a.Doc, &d) == nil && d.Name != "" {
+		return d.Name
+	}
+	return a.ID
 }
