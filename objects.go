@@ -115,7 +115,12 @@ type ObjectClass struct {
 	StorageMode        string            `json:"storage_mode,omitempty"` // "snapshot" or "write-through"
 	AppDir             string            `json:"app_dir,omitempty"`
 	Env                map[string]string `json:"env,omitempty"`
-	Source             string            `json:"source,omitempty"`
+	// Isolation is "object" (default: a sandbox per object) or "class"
+	// (the tenant's objects of the class share sandboxes, at most
+	// ObjectsPerSandbox each; default 1000).
+	Isolation         string `json:"isolation,omitempty"`
+	ObjectsPerSandbox int64  `json:"objects_per_sandbox,omitempty"`
+	Source            string `json:"source,omitempty"`
 	// Bundle is the class's uploaded app, when it has one (read only).
 	Bundle *ObjectBundle `json:"bundle,omitempty"`
 }

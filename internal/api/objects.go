@@ -45,6 +45,8 @@ type classDefJSON struct {
 	StorageMode        string            `json:"storage_mode"`
 	AppDir             string            `json:"app_dir"`
 	Env                map[string]string `json:"env"`
+	Isolation          string            `json:"isolation"`
+	ObjectsPerSandbox  int64             `json:"objects_per_sandbox,omitempty"`
 }
 
 type classJSON struct {
@@ -62,6 +64,7 @@ func toClassJSON(c *object.Class) classJSON {
 	out := classJSON{Type: "object_class", Source: "api", classDefJSON: classDefJSON{
 		Class: d.Class, Image: d.Image, Driver: d.Driver, IdleTimeoutSeconds: d.IdleTimeoutSeconds, InitCommand: d.InitCommand,
 		MaxConcurrency: d.MaxConcurrency, StorageMode: d.StorageMode, AppDir: d.AppDir, Env: d.Env,
+		Isolation: d.Isolation, ObjectsPerSandbox: d.ObjectsPerSandbox,
 	}}
 	if c.FromConfig {
 		out.Source = "config"
@@ -368,6 +371,7 @@ func (s *Server) defineObjectClass(w http.ResponseWriter, r *http.Request) {
 	c, err := s.objects.DefineClass(r.Context(), PrincipalFrom(r.Context()).TenantID, object.ClassDef{
 		Class: in.Class, Image: in.Image, Driver: in.Driver, IdleTimeoutSeconds: in.IdleTimeoutSeconds, InitCommand: in.InitCommand,
 		MaxConcurrency: in.MaxConcurrency, StorageMode: in.StorageMode, AppDir: in.AppDir, Env: in.Env,
+		Isolation: in.Isolation, ObjectsPerSandbox: in.ObjectsPerSandbox,
 	})
 	if err != nil {
 		s.writeError(w, r, objectError(store.ObjectKey{}, err))

@@ -22,7 +22,20 @@ type ObjectClassConfig struct {
 	// classes defined through the API upload a bundle instead.
 	AppDir string            `toml:"app_dir"`
 	Env    map[string]string `toml:"env"`
+	// Isolation is "object" (default: a sandbox per object) or "class":
+	// the objects of one tenant and this class share sandboxes, one server
+	// process serving up to ObjectsPerSandbox of them (default 1000).
+	Isolation         string `toml:"isolation"`
+	ObjectsPerSandbox int64  `toml:"objects_per_sandbox"`
 }
+
+// Object isolation modes and the bounds of objects_per_sandbox.
+const (
+	IsolationObject          = "object"
+	IsolationClass           = "class"
+	DefaultObjectsPerSandbox = 1000
+	MaxObjectsPerSandbox     = 10000
+)
 
 // DurableObjectsConfig holds the object runtime's limits and intervals
 // (seed 002's values by default).
@@ -88,6 +101,17 @@ func (c *Config) validateObjects() []error {
 		case "", "snapshot", "write-through":
 		default:
 			errs = append(errs, &FieldError{Field: f("storage_mode"), Value: o.StorageMode, Accepted: `"snapshot" or "write-through"`})
+		}
+		switch o.Isolation {
+		case "", IsolationObject, IsolationClass:
+		default:
+			errs = append(errs, &FieldError{Field: f("isolation"), Value: o.Isolation, Accepted: `"object" or "class"`})
+		}
+		switch {
+		case o.ObjectsPerSandbox < 0 || o.ObjectsPerSandbox > MaxObjectsPerSandbox:
+			errs = append(errs, &FieldError{Field: f("objects_per_sandbox"), Value: fmt.Sprint(o.ObjectsPerSandbox), Accepted: fmt.Sprintf("0 (default %d) to %d", DefaultObjectsPerSandbox, MaxObjectsPerSandbox)})
+		case o.ObjectsPerSandbox > 0 && o.Isolation != IsolationClass:
+			errs = append(errs, &FieldError{Field: f("objects_per_sandbox"), Value: fmt.Sprint(o.ObjectsPerSandbox), Reason: `only a class with isolation = "class" shares sandboxes`, Accepted: `isolation = "class", or no objects_per_sandbox`})
 		}
 		if o.IdleTimeoutSeconds < 0 {
 			errs = append(errs, &FieldError{Field: f("idle_timeout_seconds"), Value: fmt.Sprint(o.IdleTimeoutSeconds), Accepted: "0 (default 300) or more"})

@@ -189,8 +189,9 @@ func (oc *objConn) Read(p []byte) (int, error) {
 }
 
 // maxIdleObjConns: calls to one object run one at a time unless the class
-// allows more (max_concurrency).
-const maxIdleObjConns = 4
+// allows more (max_concurrency), but a shared sandbox (isolation "class")
+// serves many objects at once, each call on its own connection.
+const maxIdleObjConns = 64
 
 func (p *objPool) get(ctx context.Context, c *Client) (*objConn, error) {
 	for {

@@ -35,12 +35,23 @@ func (r *Runtime) activate(ctx context.Context, a *actor, cls *Class) (string, e
 		if err != nil {
 			return "", err
 		}
-		r.adopt(a, o)
-	}
-	if a.state == stateHibernating {
-		if err := r.wake(ctx, a, cls); err != nil {
+		if err := r.adopt(ctx, a, o); err != nil {
 			return "", err
 		}
+	}
+	if a.state == stateHibernating {
+		wake := r.wake
+		if cls.Isolation == IsolationClass {
+			wake = r.wakeShared
+		}
+		if err := wake(ctx, a, cls); err != nil {
+			return "", err
+		}
+	}
+	if a.shared.Load() != nil {
+		// The call injects the storage if the server does not hold it
+		// (serveShared).
+		return a.sandboxID, nil
 	}
 	if a.resync && cls.StorageMode == ModeWriteThrough {
 		err := r.sbx.Client(ctx, a.key.TenantID, a.sandboxID, func(c *guest.Client) error {
@@ -48,7 +59,7 @@ func (r *Runtime) activate(ctx context.Context, a *actor, cls *Class) (string, e
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
-			return restoreStorage(ctx, c.ObjectClient(), st)
+			return restoreStorage(ctx, c.ObjectClient(), a.key, st)
 		})
 		if errors.Is(err, errNotListening) {
 			// The server is not running: the call starts it, and it starts
@@ -66,6 +77,9 @@ func (r *Runtime) activate(ctx context.Context, a *actor, cls *Class) (string, e
 
 // create starts the object's first sandbox, then records the object.
 func (r *Runtime) create(ctx context.Context, a *actor, cls *Class) error {
+	if cls.Isolation == IsolationClass {
+		return r.createShared(ctx, a, cls)
+	}
 	if err := r.reserveSlot(ctx, a); err != nil {
 		return err
 	}
@@ -80,8 +94,7 @@ func (r *Runtime) create(ctx context.Context, a *actor, cls *Class) error {
 		if o, err = r.st.GetObject(ctx, a.key); err != nil {
 			return err
 		}
-		r.adopt(a, o)
-		return nil
+		return r.adopt(ctx, a, o)
 	}
 	if err != nil {
 		r.destroySandbox(ctx, a.key.TenantID, sbID)
@@ -103,12 +116,24 @@ func (r *Runtime) wake(ctx context.Context, a *actor, cls *Class) error {
 	start := time.Now()
 	warms := a.warms.Load()
 	sbID := a.sandboxID
-	_, err := r.sbx.Wake(ctx, a.key.TenantID, sbID)
+	sh, err := r.sharedOf(ctx, a.key.TenantID, sbID)
+	if err != nil {
+		return err
+	}
+	if sh == nil {
+		_, err = r.sbx.Wake(ctx, a.key.TenantID, sbID)
+	} else {
+		// Hibernated in a shared sandbox while its class had isolation
+		// "class": that sandbox is not its own.
+		err = sandbox.ErrDestroyed
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, sandbox.ErrDestroyed):
 		// The sandbox was removed behind our back: the storage is in the
 		// store, so a new sandbox serves as well.
-		r.releaseApp(ctx, a.key.TenantID, sbID)
+		if sh == nil {
+			r.releaseApp(ctx, a.key.TenantID, sbID)
+		}
 		if sbID, err = r.newSandbox(ctx, a, cls); err != nil {
 			return err
 		}
@@ -129,7 +154,7 @@ func (r *Runtime) wake(ctx context.Context, a *actor, cls *Class) error {
 			if err != nil {
 				return err
 			}
-			return restoreStorage(ctx, c.ObjectClient(), st)
+			return restoreStorage(ctx, c.ObjectClient(), a.key, st)
 		})
 		if err != nil {
 			return r.sandboxErr(a, err)
@@ -144,6 +169,76 @@ func (r *Runtime) wake(ctx context.Context, a *actor, cls *Class) error {
 	r.metrics.wake.WithLabelValues(cls.Name).Observe(d.Seconds())
 	r.audit(ctx, a.key, "ObjectWoken", map[string]any{"sandbox_id": sbID, "wake_ms": d.Milliseconds()})
 	r.log.InfoContext(ctx, "object woken", "object", subject(a.key), "tenant", a.key.TenantID, "duration", d)
+	return nil
+}
+
+// createShared places a new class-mode object in a shared sandbox,
+// gives the server its (empty) storage, then records the object.
+func (r *Runtime) createShared(ctx context.Context, a *actor, cls *Class) error {
+	sh, err := r.place(ctx, a, cls)
+	if err != nil {
+		return err
+	}
+	if err := r.ensureRunning(ctx, a, sh); err != nil {
+		r.leave(ctx, a, sh)
+		return err
+	}
+	// An id deleted before may have left storage in the server.
+	if err := r.serveShared(ctx, a, sh, cls, true, nil); err != nil {
+		r.leave(ctx, a, sh)
+		return r.sandboxErr(a, err)
+	}
+	o, err := r.st.CreateObject(ctx, &store.Object{ObjectKey: a.key, Status: store.ObjectActive, SandboxID: sh.id})
+	if errors.Is(err, store.ErrAlreadyExists) {
+		r.leave(ctx, a, sh)
+		if o, err = r.st.GetObject(ctx, a.key); err != nil {
+			return err
+		}
+		return r.adopt(ctx, a, o)
+	}
+	if err != nil {
+		r.leave(ctx, a, sh)
+		return err
+	}
+	a.shared.Store(sh)
+	a.sandboxID, a.resync, a.sizes, a.total = sh.id, false, map[string]int64{}, 0
+	r.setState(a, stateActive)
+	r.audit(ctx, a.key, "ObjectCreated", map[string]any{"sandbox_id": sh.id, "storage_mode": cls.StorageMode, "isolation": IsolationClass})
+	r.log.InfoContext(ctx, "object created", "object", subject(a.key), "tenant", a.key.TenantID, "sandbox", sh.id, "isolation", IsolationClass)
+	return nil
+}
+
+// wakeShared brings a Hibernating class-mode object back: a place in a
+// shared sandbox (started if it is not running), its persisted storage
+// injected, then Active. A running shared sandbox means no sandbox start.
+func (r *Runtime) wakeShared(ctx context.Context, a *actor, cls *Class) error {
+	start := time.Now()
+	sh, err := r.place(ctx, a, cls)
+	if err != nil {
+		return err
+	}
+	if err := r.ensureRunning(ctx, a, sh); err != nil {
+		r.leave(ctx, a, sh)
+		return err
+	}
+	if err := r.serveShared(ctx, a, sh, cls, true, nil); err != nil {
+		r.leave(ctx, a, sh)
+		if errors.Is(err, sandbox.ErrDestroyed) || errors.Is(err, store.ErrNotFound) {
+			r.dropShared(sh)
+		}
+		return r.sandboxErr(a, err)
+	}
+	if _, err := r.st.SetObjectActive(ctx, a.key, sh.id); err != nil {
+		r.leave(ctx, a, sh)
+		return err
+	}
+	a.shared.Store(sh)
+	a.sandboxID, a.resync, a.sizes = sh.id, false, nil
+	r.setState(a, stateActive)
+	d := time.Since(start)
+	r.metrics.wake.WithLabelValues(cls.Name).Observe(d.Seconds())
+	r.audit(ctx, a.key, "ObjectWoken", map[string]any{"sandbox_id": sh.id, "wake_ms": d.Milliseconds(), "isolation": IsolationClass})
+	r.log.InfoContext(ctx, "object woken", "object", subject(a.key), "tenant", a.key.TenantID, "sandbox", sh.id, "duration", d)
 	return nil
 }
 

@@ -3,7 +3,6 @@ package object
 import (
 	"context"
 	"errors"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +38,14 @@ type actor struct {
 	// limits are checked without reading the store (nil = load it).
 	sizes map[string]int64
 	total int64
+
+	// shared is the shared sandbox of an Active object of a class-mode
+	// class (nil: its own sandbox, or not Active); set before it becomes
+	// Active and cleared after it stopped being so, so the active budget
+	// counts the sandbox, not the object. epoch is the server epoch its
+	// storage was injected at (see shared.go).
+	shared atomic.Pointer[sharedSandbox]
+	epoch  atomic.Int64
 
 	lastCall atomic.Int64 // unix nanos on the runtime's clock
 	touched  atomic.Int64 // last LastCallAt persisted
@@ -79,20 +86,36 @@ func (r *Runtime) forget(a *actor) {
 
 // adopt takes the store's view of an object the actor did not know. The
 // caller holds a.life.
-func (r *Runtime) adopt(a *actor, o *store.Object) {
+func (r *Runtime) adopt(ctx context.Context, a *actor, o *store.Object) error {
 	a.sandboxID = o.SandboxID
 	if o.LastCallAt != nil {
 		a.lastCall.Store(o.LastCallAt.UnixNano())
 		a.touched.Store(o.LastCallAt.UnixNano())
 	}
 	if o.Status == store.ObjectActive {
+		sh, err := r.sharedOf(ctx, a.key.TenantID, o.SandboxID)
+		if err != nil {
+			return err
+		}
+		if sh != nil {
+			if !r.join(a, sh) {
+				// Its shared sandbox stopped or is gone: whatever the server
+				// held went with it, so it wakes from the persisted storage.
+				r.setState(a, stateHibernating)
+				return nil
+			}
+			// The server process (this epoch) holds its storage.
+			a.epoch.Store(sh.epoch.Load())
+			a.shared.Store(sh)
+		}
 		r.setState(a, stateActive)
 		// The server may hold writes this runtime never made durable (it
 		// died mid-call): in write-through mode the store is the truth.
 		a.resync = true
-		return
+		return nil
 	}
 	r.setState(a, stateHibernating)
+	return nil
 }
 
 // setState changes the actor's state and the active budget and gauge. The
@@ -101,67 +124,46 @@ func (r *Runtime) setState(a *actor, s actorState) {
 	if a.state == s {
 		return
 	}
+	// A shared sandbox's objects are counted by their sandbox (shared.go).
+	own := a.shared.Load() == nil
 	r.mu.Lock()
 	if a.state == stateActive {
-		r.active--
+		if own {
+			r.active--
+		}
 		r.metrics.active.WithLabelValues(a.key.Class).Dec()
 	}
 	if s == stateActive {
-		r.active++
+		if own {
+			r.active++
+		}
 		r.metrics.active.WithLabelValues(a.key.Class).Inc()
 	}
 	r.mu.Unlock()
 	a.state = s
 }
 
-// reserveSlot makes room for one more active object: while the node is at
-// max_active_objects it hibernates the least recently used idle object.
-// The reservation is taken by the caller's setState(stateActive); this
-// only waits until there is room.
+// reserveSlot makes room for one more sandbox (an object-mode object, or
+// a shared sandbox starting): while the node is at max_active_objects it
+// hibernates the least recently used idle unit — an object-mode object, or
+// every idle object of a shared sandbox, which then stops. The
+// reservation is taken by the caller (setState, or the shared sandbox's
+// start); this only waits until there is room.
 func (r *Runtime) reserveSlot(ctx context.Context, self *actor) error {
 	// Wall time, not the injected clock: this bounds a real wait.
 	deadline := time.Now().Add(r.lim.CallTimeout.D())
 	for {
-		r.mu.Lock()
-		if int64(r.active) < r.lim.MaxActiveObjects {
-			r.mu.Unlock()
+		if r.hasRoom() {
 			return nil
 		}
-		var cands []*actor
-		for _, a := range r.actors {
-			if a != self {
-				cands = append(cands, a)
+		for _, u := range r.evictionUnits(self) {
+			r.evict(ctx, u)
+			if r.hasRoom() {
+				return nil
 			}
-		}
-		r.mu.Unlock()
-		sort.Slice(cands, func(i, j int) bool { return cands[i].lastCall.Load() < cands[j].lastCall.Load() })
-		for _, c := range cands {
-			if !c.gate.tryAcquire(c.gate.size) {
-				continue
-			}
-			c.life.Lock()
-			isActive := c.state == stateActive
-			c.life.Unlock()
-			if !isActive {
-				c.gate.release(c.gate.size)
-				continue
-			}
-			err := r.hibernateHeld(ctx, c, "lru")
-			c.gate.release(c.gate.size)
-			if err != nil {
-				r.log.WarnContext(ctx, "object: lru hibernation failed", "object", subject(c.key), "err", err)
-				continue
-			}
-			break
-		}
-		r.mu.Lock()
-		room := int64(r.active) < r.lim.MaxActiveObjects
-		r.mu.Unlock()
-		if room {
-			return nil
 		}
 		if time.Now().After(deadline) {
-			return unavailable("max_active_objects (%d) objects are active and none is idle; try again later (durable_objects.max_active_objects)", r.lim.MaxActiveObjects)
+			return unavailable("max_active_objects (%d) sandboxes of objects are running and none is idle; try again later (durable_objects.max_active_objects)", r.lim.MaxActiveObjects)
 		}
 		t := time.NewTimer(5 * time.Millisecond)
 		select {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 
 	"github.com/agentkernel/agentkernel/internal/guest"
@@ -90,27 +91,45 @@ func (r *Runtime) callHeld(ctx context.Context, a *actor, cls *Class, p CallPara
 	cctx, cancel := context.WithTimeoutCause(ctx, r.lim.CallTimeout.D(), ErrCallTimeout)
 	defer cancel()
 	var ans *answer
-	err = r.sbx.Client(cctx, p.TenantID, sbID, func(c *guest.Client) error {
-		hc := c.ObjectClient()
-		var err error
-		ans, err = invoke(cctx, hc, cls, a.key, p.Method, p.Args, p.Alarm)
-		if errors.Is(err, errNotListening) {
-			// The server died but the sandbox lives: the method never ran,
-			// so start the server again (from the persisted storage) and
-			// deliver the call once more.
-			r.log.WarnContext(ctx, "object server not listening; restarting it", "object", subject(a.key))
-			app, serr := r.hasApp(cctx, cls, a.key, sbID)
-			if serr == nil {
-				serr = r.startServer(cctx, c, cls, a.key, p.TenantID, app)
-			}
-			if serr != nil {
-				return unavailableErr(serr, "restart the server of %s", subject(a.key))
-			}
-			// Not ":=": the answer of this delivery is the call's.
+	if sh := a.shared.Load(); sh != nil {
+		// A shared server: the object's storage is injected first if the
+		// server does not hold it (serveShared).
+		a.life.Lock()
+		force := a.resync && cls.StorageMode == ModeWriteThrough
+		a.life.Unlock()
+		err = r.serveShared(cctx, a, sh, cls, force, func(hc *http.Client) error {
+			var err error
 			ans, err = invoke(cctx, hc, cls, a.key, p.Method, p.Args, p.Alarm)
+			return err
+		})
+		if err == nil && force {
+			a.life.Lock()
+			a.resync, a.sizes = false, nil
+			a.life.Unlock()
 		}
-		return err
-	})
+	} else {
+		err = r.sbx.Client(cctx, p.TenantID, sbID, func(c *guest.Client) error {
+			hc := c.ObjectClient()
+			var err error
+			ans, err = invoke(cctx, hc, cls, a.key, p.Method, p.Args, p.Alarm)
+			if errors.Is(err, errNotListening) {
+				// The server died but the sandbox lives: the method never ran,
+				// so start the server again (from the persisted storage) and
+				// deliver the call once more.
+				r.log.WarnContext(ctx, "object server not listening; restarting it", "object", subject(a.key))
+				app, serr := r.hasApp(cctx, cls, a.key, sbID)
+				if serr == nil {
+					serr = r.startServer(cctx, c, cls, a.key, p.TenantID, app, false)
+				}
+				if serr != nil {
+					return unavailableErr(serr, "restart the server of %s", subject(a.key))
+				}
+				// Not ":=": the answer of this delivery is the call's.
+				ans, err = invoke(cctx, hc, cls, a.key, p.Method, p.Args, p.Alarm)
+			}
+			return err
+		})
+	}
 	a.lastCall.Store(r.clock.Now().UnixNano())
 	if err != nil {
 		if cctx.Err() != nil && errors.Is(context.Cause(cctx), ErrCallTimeout) && ctx.Err() == nil {
@@ -126,7 +145,12 @@ func (r *Runtime) callHeld(ctx context.Context, a *actor, cls *Class, p CallPara
 			// wakes it in a new one, from the persisted storage.
 			a.life.Lock()
 			r.setState(a, stateHibernating)
+			sh := a.shared.Swap(nil)
 			a.life.Unlock()
+			if sh != nil {
+				r.dropShared(sh)
+				r.leave(ctx, a, sh)
+			}
 		}
 		// The connection may have broken after the server ran the method
 		// (it is never delivered again: the caller gets the error): its

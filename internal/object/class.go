@@ -19,6 +19,12 @@ const (
 	ModeWriteThrough = "write-through"
 )
 
+// Isolation modes (the class field "isolation").
+const (
+	IsolationObject = config.IsolationObject
+	IsolationClass  = config.IsolationClass
+)
+
 // DefaultIdleTimeout is the seed's idle_timeout default.
 const DefaultIdleTimeout = 300 * time.Second
 
@@ -35,6 +41,11 @@ type Class struct {
 	// (resolved and checked at start and again at every mount).
 	AppDir string
 	Env    map[string]string
+	// Isolation is IsolationObject (a sandbox per object) or
+	// IsolationClass (the tenant's objects of the class share sandboxes,
+	// ObjectsPerSandbox each at most; see shared.go).
+	Isolation         string
+	ObjectsPerSandbox int
 	// FromConfig marks a class of agentkernel.toml (every tenant has it;
 	// the API cannot change it).
 	FromConfig bool
@@ -69,6 +80,12 @@ func ValidateClass(d ClassDef) error {
 		return &FieldError{"max_concurrency", "must be 0 (default 1) to 1024"}
 	case len(d.InitCommand) == 0 || d.InitCommand[0] == "":
 		return &FieldError{"init_command", `required: the command that starts the object's server on 127.0.0.1:9333, e.g. ["node", "/app/counter.js"]`}
+	case d.Isolation != "" && d.Isolation != IsolationObject && d.Isolation != IsolationClass:
+		return &FieldError{"isolation", fmt.Sprintf("%q: accepted %q (default: a sandbox per object) or %q (the tenant's objects of the class share sandboxes)", d.Isolation, IsolationObject, IsolationClass)}
+	case d.ObjectsPerSandbox < 0 || d.ObjectsPerSandbox > config.MaxObjectsPerSandbox:
+		return &FieldError{"objects_per_sandbox", fmt.Sprintf("must be 0 (default %d) to %d", config.DefaultObjectsPerSandbox, config.MaxObjectsPerSandbox)}
+	case d.ObjectsPerSandbox > 0 && d.Isolation != IsolationClass:
+		return &FieldError{"objects_per_sandbox", `only a class with isolation "class" shares sandboxes; set "isolation": "class" or leave objects_per_sandbox out`}
 	case d.AppDir != "" && !filepath.IsAbs(d.AppDir):
 		return &FieldError{"app_dir", fmt.Sprintf("%q is not an absolute host directory", d.AppDir)}
 	}
@@ -80,6 +97,13 @@ func classFromDef(d ClassDef, fromConfig bool) *Class {
 		Name: d.Class, Image: d.Image, Driver: d.Driver, InitCommand: append([]string(nil), d.InitCommand...),
 		MaxConcurrency: int(d.MaxConcurrency), StorageMode: d.StorageMode, AppDir: d.AppDir, Env: d.Env, FromConfig: fromConfig,
 		IdleTimeout: time.Duration(d.IdleTimeoutSeconds) * time.Second,
+		Isolation:   d.Isolation, ObjectsPerSandbox: int(d.ObjectsPerSandbox),
+	}
+	if c.Isolation == "" {
+		c.Isolation = IsolationObject
+	}
+	if c.ObjectsPerSandbox == 0 && c.Isolation == IsolationClass {
+		c.ObjectsPerSandbox = config.DefaultObjectsPerSandbox
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
@@ -97,7 +121,7 @@ func classFromStore(sc *store.ObjectClass) *Class {
 	c := classFromDef(ClassDef{
 		Class: sc.Class, Image: sc.Image, Driver: sc.Driver, IdleTimeoutSeconds: sc.IdleTimeoutSeconds,
 		InitCommand: sc.InitCommand, MaxConcurrency: sc.MaxConcurrency, StorageMode: sc.StorageMode,
-		AppDir: sc.AppDir, Env: sc.Env,
+		AppDir: sc.AppDir, Env: sc.Env, Isolation: sc.Isolation, ObjectsPerSandbox: sc.ObjectsPerSandbox,
 	}, false)
 	c.CreatedAt, c.UpdatedAt = sc.CreatedAt, sc.UpdatedAt
 	return c
@@ -108,7 +132,7 @@ func (c *Class) Def() ClassDef {
 	return ClassDef{
 		Class: c.Name, Image: c.Image, Driver: c.Driver, IdleTimeoutSeconds: int64(c.IdleTimeout / time.Second),
 		InitCommand: c.InitCommand, MaxConcurrency: int64(c.MaxConcurrency), StorageMode: c.StorageMode,
-		AppDir: c.AppDir, Env: c.Env,
+		AppDir: c.AppDir, Env: c.Env, Isolation: c.Isolation, ObjectsPerSandbox: int64(c.ObjectsPerSandbox),
 	}
 }
 
@@ -190,6 +214,7 @@ func (r *Runtime) DefineClass(ctx context.Context, tenantID string, d ClassDef) 
 	sc, err := r.st.PutObjectClass(ctx, &store.ObjectClass{
 		TenantID: tenantID, Class: d.Class, Image: d.Image, Driver: d.Driver, IdleTimeoutSeconds: d.IdleTimeoutSeconds,
 		InitCommand: d.InitCommand, MaxConcurrency: d.MaxConcurrency, StorageMode: d.StorageMode, AppDir: d.AppDir, Env: d.Env,
+		Isolation: d.Isolation, ObjectsPerSandbox: d.ObjectsPerSandbox,
 	})
 	if err != nil {
 		return nil, err

@@ -86,6 +86,11 @@ func counterClasses(app string) []config.ObjectClassConfig {
 		{Class: "counter", InitCommand: []string{"/app/counter"}, AppDir: app, IdleTimeoutSeconds: 60},
 		{Class: "wcounter", InitCommand: []string{"/app/counter"}, AppDir: app, IdleTimeoutSeconds: 60, StorageMode: "write-through"},
 		{Class: "broken", InitCommand: []string{"/bin/false"}, AppDir: app},
+		// isolation = "class" (issue 15): objects share sandboxes.
+		{Class: "ccounter", InitCommand: []string{"/app/counter"}, AppDir: app, IdleTimeoutSeconds: 60, Isolation: "class"},
+		{Class: "cwcounter", InitCommand: []string{"/app/counter"}, AppDir: app, IdleTimeoutSeconds: 60, Isolation: "class", StorageMode: "write-through"},
+		{Class: "cpair", InitCommand: []string{"/app/counter"}, AppDir: app, Isolation: "class", ObjectsPerSandbox: 2},
+		{Class: "csingle", InitCommand: []string{"/app/counter"}, AppDir: app, Isolation: "class", Env: map[string]string{"COUNTER_SINGLE": "1"}},
 	}
 }
 

@@ -73,10 +73,12 @@ func (r *Runtime) exclusive(ctx context.Context, key store.ObjectKey, fn func(a 
 			a.gate.release(a.gate.size)
 			continue
 		case stateUnknown:
-			r.adopt(a, o)
+			err = r.adopt(ctx, a, o)
 		}
 		a.life.Unlock()
-		err = fn(a)
+		if err == nil {
+			err = fn(a)
+		}
 		a.gate.release(a.gate.size)
 		if errors.Is(err, errActorGone) {
 			continue
@@ -117,7 +119,14 @@ func (r *Runtime) hibernateHeld(ctx context.Context, a *actor, reason string) er
 	}
 	r.setState(a, stateHibernating)
 	a.sizes = nil
-	if _, err := r.sbx.Hibernate(context.WithoutCancel(ctx), a.key.TenantID, a.sandboxID); err != nil {
+	if sh := a.shared.Load(); sh != nil {
+		// Per object: the server forgets it; the sandbox stops only when
+		// its last object left.
+		r.forgetShared(ctx, a, sh)
+		a.shared.Store(nil)
+		a.epoch.Store(0)
+		r.leave(ctx, a, sh)
+	} else if _, err := r.sbx.Hibernate(context.WithoutCancel(ctx), a.key.TenantID, a.sandboxID); err != nil {
 		r.log.WarnContext(ctx, "object hibernated but its sandbox did not stop", "object", subject(a.key), "sandbox", a.sandboxID, "err", err)
 	} else {
 		// Stopped: the bundle it mounted may go if nothing else needs it.
@@ -129,17 +138,35 @@ func (r *Runtime) hibernateHeld(ctx context.Context, a *actor, reason string) er
 	return nil
 }
 
-// dump reads the server's storage (GET /__storage, dump_timeout) and
-// checks it against the limits. The caller holds a.life.
+// dump reads the object's storage from the server (GET /__storage,
+// dump_timeout) and checks it against the limits. The caller holds a.life.
+// A shared server that does not hold the object (it restarted since the
+// injection) answers nothing of it: the persisted storage is the truth.
 func (r *Runtime) dump(ctx context.Context, a *actor) (map[string]json.RawMessage, error) {
 	dctx, cancel := context.WithTimeout(ctx, r.lim.DumpTimeout.D())
 	defer cancel()
 	var st map[string]json.RawMessage
+	stale := false
 	err := r.sbx.Client(dctx, a.key.TenantID, a.sandboxID, func(c *guest.Client) error {
+		if sh := a.shared.Load(); sh != nil {
+			sh.serve.RLock()
+			defer sh.serve.RUnlock()
+			if a.epoch.Load() != sh.epoch.Load() {
+				stale = true
+				return nil
+			}
+		}
 		var err error
-		st, err = dumpStorage(dctx, c.ObjectClient())
+		st, err = dumpStorage(dctx, c.ObjectClient(), a.key)
 		return err
 	})
+	if err == nil && stale {
+		st, err = r.st.GetObjectStorage(ctx, a.key)
+		if errors.Is(err, store.ErrNotFound) {
+			st, err = map[string]json.RawMessage{}, nil
+		}
+		return st, err
+	}
 	if err != nil {
 		if dctx.Err() != nil && ctx.Err() == nil {
 			return nil, fmt.Errorf("%w: GET /__storage of %s took over dump_timeout (%s, durable_objects.dump_timeout); the object stays Active", ErrCallTimeout, subject(a.key), r.lim.DumpTimeout.D())

@@ -33,6 +33,9 @@ func (r *Runtime) hooks() sandbox.Hooks {
 	return sandbox.Hooks{
 		Mounts: func(sb *store.Sandbox) []sandbox.Mount {
 			key, ok := objectOf(sb)
+			if sk, _, shared := sharedMeta(sb); shared {
+				key, ok = store.ObjectKey{TenantID: sk.tenant, Class: sk.class}, true
+			}
 			if !ok {
 				return nil
 			}
@@ -45,6 +48,9 @@ func (r *Runtime) hooks() sandbox.Hooks {
 			return []sandbox.Mount{{Source: src, Target: sandbox.AppPath, ReadOnly: true}}
 		},
 		AfterWarm: func(ctx context.Context, sb *store.Sandbox, c *guest.Client) error {
+			if sk, _, shared := sharedMeta(sb); shared {
+				return r.warmShared(ctx, sb, c, store.ObjectKey{TenantID: sk.tenant, Class: sk.class})
+			}
 			key, ok := objectOf(sb)
 			if !ok {
 				return nil
@@ -57,7 +63,7 @@ func (r *Runtime) hooks() sandbox.Hooks {
 			if err != nil {
 				return err
 			}
-			if err := r.startServer(ctx, c, cls, key, sb.TenantID, app); err != nil {
+			if err := r.startServer(ctx, c, cls, key, sb.TenantID, app, false); err != nil {
 				return err
 			}
 			if a := r.lookupActor(key); a != nil {
@@ -66,6 +72,26 @@ func (r *Runtime) hooks() sandbox.Hooks {
 			return nil
 		},
 	}
+}
+
+// warmShared starts the server of a shared sandbox, holding no object
+// yet: every member's storage is injected again (a new epoch).
+func (r *Runtime) warmShared(ctx context.Context, sb *store.Sandbox, c *guest.Client, key store.ObjectKey) error {
+	cls, err := r.Class(ctx, key.TenantID, key.Class)
+	if err != nil {
+		return err
+	}
+	app, err := r.hasApp(ctx, cls, key, sb.ID)
+	if err != nil {
+		return err
+	}
+	if err := r.startServer(ctx, c, cls, key, sb.TenantID, app, true); err != nil {
+		return err
+	}
+	if sh := r.sharedByID(sb.ID); sh != nil {
+		sh.epoch.Add(1)
+	}
+	return nil
 }
 
 // appMount is what a sandbox's /app came from when it started.

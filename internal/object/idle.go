@@ -66,6 +66,7 @@ func (r *Runtime) idlePass(ctx context.Context) {
 		}
 		a.gate.release(a.gate.size)
 	}
+	r.stopEmptyShared(ctx)
 	if r.cfg.Swept != nil {
 		select {
 		case r.cfg.Swept <- rep:

@@ -81,8 +81,19 @@ func (r *Runtime) Delete(ctx context.Context, key store.ObjectKey) error {
 		}
 		r.setState(a, stateGone)
 		r.forget(a)
-		if a.sandboxID != "" {
-			r.destroySandbox(ctx, key.TenantID, a.sandboxID)
+		if sh := a.shared.Load(); sh != nil {
+			// Its shared sandbox serves others: the server forgets it, and
+			// the sandbox stops if it was the last.
+			r.forgetShared(ctx, a, sh)
+			a.shared.Store(nil)
+			r.leave(ctx, a, sh)
+		} else if a.sandboxID != "" {
+			sh, err := r.sharedOf(ctx, key.TenantID, a.sandboxID)
+			if err != nil {
+				r.log.WarnContext(ctx, "object: deleted; its sandbox was not looked up", "object", subject(key), "sandbox", a.sandboxID, "err", err)
+			} else if sh == nil {
+				r.destroySandbox(ctx, key.TenantID, a.sandboxID)
+			}
 		}
 		r.audit(ctx, key, "ObjectDeleted", map[string]any{"sandbox_id": a.sandboxID})
 		r.log.InfoContext(ctx, "object deleted", "object", subject(key), "tenant", key.TenantID)

@@ -166,9 +166,21 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// dumpStorage reads the whole storage (GET /__storage).
-func dumpStorage(ctx context.Context, hc *http.Client) (map[string]json.RawMessage, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://object/__storage", nil)
+// storageRequest is a request to /__storage for one object (the headers
+// say which: a server of a class-mode class serves many).
+func storageRequest(ctx context.Context, method string, key store.ObjectKey, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://object/__storage", body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(HeaderObjectClass, key.Class)
+	req.Header.Set(HeaderObjectID, key.ID)
+	return req, nil
+}
+
+// dumpStorage reads the object's whole storage (GET /__storage).
+func dumpStorage(ctx context.Context, hc *http.Client, key store.ObjectKey) (map[string]json.RawMessage, error) {
+	req, err := storageRequest(ctx, http.MethodGet, key, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -194,8 +206,9 @@ func dumpStorage(ctx context.Context, hc *http.Client) (map[string]json.RawMessa
 	return st, nil
 }
 
-// restoreStorage replaces the server's storage (POST /__storage).
-func restoreStorage(ctx context.Context, hc *http.Client, st map[string]json.RawMessage) error {
+// restoreStorage replaces the object's storage in the server (POST
+// /__storage).
+func restoreStorage(ctx context.Context, hc *http.Client, key store.ObjectKey, st map[string]json.RawMessage) error {
 	if st == nil {
 		st = map[string]json.RawMessage{}
 	}
@@ -203,11 +216,25 @@ func restoreStorage(ctx context.Context, hc *http.Client, st map[string]json.Raw
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://object/__storage", bytes.NewReader(b))
+	req, err := storageRequest(ctx, http.MethodPost, key, bytes.NewReader(b))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	return storageDo(hc, req)
+}
+
+// forgetStorage drops the object's storage from the server's memory
+// (DELETE /__storage): it hibernated or was deleted.
+func forgetStorage(ctx context.Context, hc *http.Client, key store.ObjectKey) error {
+	req, err := storageRequest(ctx, http.MethodDelete, key, nil)
+	if err != nil {
+		return err
+	}
+	return storageDo(hc, req)
+}
+
+func storageDo(hc *http.Client, req *http.Request) error {
 	resp, err := hc.Do(req)
 	if err != nil {
 		return targetErr(err)
@@ -218,21 +245,28 @@ func restoreStorage(ctx context.Context, hc *http.Client, st map[string]json.Raw
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST /__storage answered HTTP %d: %.200s", resp.StatusCode, body)
+		return fmt.Errorf("%s /__storage answered HTTP %d: %.200s", req.Method, resp.StatusCode, body)
 	}
 	return nil
 }
 
 // startServer starts the class's init_command in the sandbox (in /app when
 // app says the class's app is there), waits for GET /__health and injects
-// the persisted storage.
-func (r *Runtime) startServer(ctx context.Context, c *guest.Client, cls *Class, key store.ObjectKey, tenantID string, app bool) error {
+// the persisted storage. The server of a shared sandbox (shared) serves
+// many objects: it must say so on GET /__health, and gets each object's
+// storage when that object wakes (key.ID is "").
+func (r *Runtime) startServer(ctx context.Context, c *guest.Client, cls *Class, key store.ObjectKey, tenantID string, app, shared bool) error {
+	isolation := IsolationObject
+	if shared {
+		isolation = IsolationClass
+	}
 	env := map[string]string{
-		"AGENTKERNEL_OBJECT_CLASS":  key.Class,
-		"AGENTKERNEL_OBJECT_ID":     key.ID,
-		"AGENTKERNEL_STORAGE_MODE":  cls.StorageMode,
-		"AGENTKERNEL_OBJECT_PORT":   strconv.Itoa(ServerPort),
-		"AGENTKERNEL_OBJECT_TENANT": tenantID,
+		"AGENTKERNEL_OBJECT_CLASS":     key.Class,
+		"AGENTKERNEL_OBJECT_ID":        key.ID,
+		"AGENTKERNEL_STORAGE_MODE":     cls.StorageMode,
+		"AGENTKERNEL_OBJECT_PORT":      strconv.Itoa(ServerPort),
+		"AGENTKERNEL_OBJECT_TENANT":    tenantID,
+		"AGENTKERNEL_OBJECT_ISOLATION": isolation,
 	}
 	for k, v := range cls.Env {
 		env[k] = v
@@ -249,7 +283,10 @@ func (r *Runtime) startServer(ctx context.Context, c *guest.Client, cls *Class, 
 	deadline := time.Now().Add(serverStartTimeout)
 	delay := 500 * time.Microsecond
 	for i := 0; ; i++ {
-		if healthy(ctx, hc) {
+		if ok, many := health(ctx, hc); ok {
+			if shared && !many {
+				return errSingleObjectServer(cls)
+			}
 			break
 		}
 		if i%8 == 7 {
@@ -270,27 +307,32 @@ func (r *Runtime) startServer(ctx context.Context, c *guest.Client, cls *Class, 
 		}
 		delay = min(delay*2, 20*time.Millisecond)
 	}
+	if shared {
+		return nil
+	}
 	st, err := r.st.GetObjectStorage(ctx, key)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	if err := restoreStorage(ctx, hc, st); err != nil {
+	if err := restoreStorage(ctx, hc, key, st); err != nil {
 		return fmt.Errorf("inject storage: %w", err)
 	}
 	return nil
 }
 
-func healthy(ctx context.Context, hc *http.Client) bool {
+// health asks GET /__health: ok once the server answers 2xx, many when it
+// says it serves many objects (X-Agentkernel-Objects: many).
+func health(ctx context.Context, hc *http.Client) (ok, many bool) {
 	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(hctx, http.MethodGet, "http://object/__health", nil)
 	resp, err := hc.Do(req)
 	if err != nil {
-		return false
+		return false, false
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	return resp.StatusCode/100 == 2
+	return resp.StatusCode/100 == 2, strings.EqualFold(strings.TrimSpace(resp.Header.Get(HeaderObjects)), "many")
 }
 
 func exitCode(p *guest.ProcessInfo) string {

@@ -81,9 +81,13 @@ type Runtime struct {
 
 	mu     sync.Mutex
 	actors map[store.ObjectKey]*actor
-	// active counts objects Active on this node (the max_active_objects
-	// budget).
+	// active counts the sandboxes of objects running on this node (the
+	// max_active_objects budget): an Active object of an object-mode class
+	// counts 1, and so does a running shared sandbox of a class-mode class
+	// whatever its number of objects.
 	active int
+	// pools holds the shared sandboxes of class-mode classes (shared.go).
+	pools sharedPools
 
 	commits *committer
 
@@ -118,6 +122,7 @@ func New(cfg Config) (*Runtime, error) {
 		configClasses: map[string]*Class{},
 		classCache:    map[classKey]*Class{},
 		actors:        map[store.ObjectKey]*actor{},
+		pools:         newSharedPools(),
 	}
 	if err := r.loadConfigClasses(cfg.Classes); err != nil {
 		return nil, err
@@ -229,10 +234,14 @@ func (r *Runtime) loadActive(ctx context.Context) error {
 		}
 		a := r.actor(o.ObjectKey, cls)
 		a.life.Lock()
+		err = nil
 		if a.state == stateUnknown {
-			r.adopt(a, o)
+			err = r.adopt(ctx, a, o)
 		}
 		a.life.Unlock()
+		if err != nil {
+			return err
+		}
 		if o.LastCallAt == nil {
 			a.lastCall.Store(now.UnixNano())
 		}

@@ -28,8 +28,13 @@ type ObjectClass struct {
 	StorageMode        string // "snapshot" or "write-through"
 	AppDir             string
 	Env                map[string]string
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
+	// Isolation is "" or "object" (a sandbox per object) or "class" (the
+	// tenant's objects of the class share sandboxes, ObjectsPerSandbox
+	// each at most; 0 = the runtime's default).
+	Isolation         string
+	ObjectsPerSandbox int64
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
 }
 
 // ObjectBundle records the archive a tenant uploaded as the code of one of

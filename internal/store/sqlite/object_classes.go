@@ -13,7 +13,7 @@ import (
 var _ store.ObjectStore = (*Store)(nil)
 
 const objectClassCols = `tenant_id, class, image, driver, idle_timeout_seconds, init_command, max_concurrency,
-	storage_mode, app_dir, env, created_at, updated_at`
+	storage_mode, app_dir, env, isolation, objects_per_sandbox, created_at, updated_at`
 
 func scanObjectClass(r scanner) (*store.ObjectClass, error) {
 	var (
@@ -22,7 +22,7 @@ func scanObjectClass(r scanner) (*store.ObjectClass, error) {
 		created, updated int64
 	)
 	if err := r.Scan(&c.TenantID, &c.Class, &c.Image, &c.Driver, &c.IdleTimeoutSeconds, &initCmd,
-		&c.MaxConcurrency, &c.StorageMode, &c.AppDir, &env, &created, &updated); err != nil {
+		&c.MaxConcurrency, &c.StorageMode, &c.AppDir, &env, &c.Isolation, &c.ObjectsPerSandbox, &created, &updated); err != nil {
 		return nil, err
 	}
 	if initCmd.Valid {
@@ -53,6 +53,14 @@ func validateObjectClass(c *store.ObjectClass) error {
 		return fmt.Errorf("object class %q: storage mode %q: want snapshot or write-through: %w",
 			c.Class, c.StorageMode, store.ErrInvalid)
 	}
+	switch c.Isolation {
+	case "", "object", "class":
+	default:
+		return fmt.Errorf("object class %q: isolation %q: want object or class: %w", c.Class, c.Isolation, store.ErrInvalid)
+	}
+	if c.ObjectsPerSandbox < 0 {
+		return fmt.Errorf("object class %q: objects per sandbox %d must not be negative: %w", c.Class, c.ObjectsPerSandbox, store.ErrInvalid)
+	}
 	if c.IdleTimeoutSeconds < 0 || c.MaxConcurrency < 0 {
 		return fmt.Errorf("object class %q: idle timeout %d and max concurrency %d must not be negative: %w",
 			c.Class, c.IdleTimeoutSeconds, c.MaxConcurrency, store.ErrInvalid)
@@ -77,14 +85,15 @@ func (s *Store) PutObjectClass(ctx context.Context, c *store.ObjectClass) (*stor
 	}
 	now := micros(s.timestamp())
 	out, err := scanObjectClass(s.write.QueryRowContext(ctx, `INSERT INTO object_classes (`+objectClassCols+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant_id, class) DO UPDATE SET image = excluded.image, driver = excluded.driver,
 			idle_timeout_seconds = excluded.idle_timeout_seconds, init_command = excluded.init_command,
 			max_concurrency = excluded.max_concurrency, storage_mode = excluded.storage_mode,
-			app_dir = excluded.app_dir, env = excluded.env, updated_at = excluded.updated_at
+			app_dir = excluded.app_dir, env = excluded.env, isolation = excluded.isolation,
+			objects_per_sandbox = excluded.objects_per_sandbox, updated_at = excluded.updated_at
 		RETURNING `+objectClassCols,
 		c.TenantID, c.Class, c.Image, c.Driver, c.IdleTimeoutSeconds, initCmd, c.MaxConcurrency,
-		c.StorageMode, c.AppDir, env, now, now))
+		c.StorageMode, c.AppDir, env, c.Isolation, c.ObjectsPerSandbox, now, now))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: put object class %q: %w", c.Class, err)
 	}

@@ -18,7 +18,8 @@ func fullObjectClass(tenant, class string) store.ObjectClass {
 	return store.ObjectClass{TenantID: tenant, Class: class, Image: "node:22-alpine", Driver: "docker",
 		IdleTimeoutSeconds: 300, InitCommand: []string{"node", "/app/counter-server.js", "--port=9333"},
 		MaxConcurrency: 4, StorageMode: "write-through", AppDir: "/app",
-		Env: map[string]string{"NODE_ENV": "production", "EMPTY": ""}}
+		Env:       map[string]string{"NODE_ENV": "production", "EMPTY": ""},
+		Isolation: "class", ObjectsPerSandbox: 250}
 }
 
 // sameObjectClass compares every field but the timestamps.
@@ -114,6 +115,8 @@ func testObjClassDelete(e *objEnv) {
 		"unknown mode":         {TenantID: "tnt_a", Class: "x", StorageMode: "eventually"},
 		"negative idle":        {TenantID: "tnt_a", Class: "x", IdleTimeoutSeconds: -1},
 		"negative concurrency": {TenantID: "tnt_a", Class: "x", MaxConcurrency: -1},
+		"unknown isolation":    {TenantID: "tnt_a", Class: "x", Isolation: "tenant"},
+		"negative per sandbox": {TenantID: "tnt_a", Class: "x", Isolation: "class", ObjectsPerSandbox: -1},
 	} {
 		_, err := e.s.PutObjectClass(e.ctx, &c)
 		mustErrIs(e.t, err, store.ErrInvalid, "PutObjectClass with "+name)

@@ -1,7 +1,10 @@
 // Command counter is a test-only durable object server speaking the
 // in-sandbox protocol (internal/object/doc.go), write-through envelope
 // included. The real helper libraries live elsewhere; this one keeps the
-// runtime's tests independent of them.
+// runtime's tests independent of them. It keeps storage per object id
+// (X-Agentkernel-Object-Id) and says so on GET /__health, unless
+// COUNTER_SINGLE=1 makes it an old single-object server: one storage
+// whatever the id, and no X-Agentkernel-Objects header.
 package main
 
 import (
@@ -26,7 +29,8 @@ type write struct {
 
 type server struct {
 	mu      sync.Mutex
-	storage map[string]json.RawMessage
+	single  bool
+	objects map[string]map[string]json.RawMessage // id → storage
 
 	// Not storage: what the tests ask about the calls this process saw.
 	conns       atomic.Int64 // TCP connections accepted
@@ -44,7 +48,7 @@ func main() {
 	if len(os.Args) > 1 {
 		port = os.Args[1]
 	}
-	s := &server{storage: map[string]json.RawMessage{}}
+	s := &server{objects: map[string]map[string]json.RawMessage{}, single: os.Getenv("COUNTER_SINGLE") == "1"}
 	hs := &http.Server{Addr: "127.0.0.1:" + port, Handler: s, ConnState: func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			s.conns.Add(1)
@@ -56,14 +60,31 @@ func main() {
 	}
 }
 
+// storageOf returns an object's storage (the caller holds s.mu).
+func (s *server) storageOf(r *http.Request) map[string]json.RawMessage {
+	id := r.Header.Get("X-Agentkernel-Object-Id")
+	if s.single {
+		id = ""
+	}
+	st, ok := s.objects[id]
+	if !ok {
+		st = map[string]json.RawMessage{}
+		s.objects[id] = st
+	}
+	return st
+}
+
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/__health":
+		if !s.single {
+			w.Header().Set("X-Agentkernel-Objects", "many")
+		}
 		w.WriteHeader(200)
 		return
 	case r.URL.Path == "/__storage" && r.Method == http.MethodGet:
 		s.mu.Lock()
-		b, _ := json.Marshal(s.storage)
+		b, _ := json.Marshal(s.storageOf(r))
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(b)
@@ -75,7 +96,19 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.mu.Lock()
-		s.storage = st
+		id := r.Header.Get("X-Agentkernel-Object-Id")
+		if s.single {
+			id = ""
+		}
+		s.objects[id] = st
+		s.mu.Unlock()
+		w.WriteHeader(204)
+		return
+	case r.URL.Path == "/__storage" && r.Method == http.MethodDelete:
+		s.mu.Lock()
+		if !s.single {
+			delete(s.objects, r.Header.Get("X-Agentkernel-Object-Id"))
+		}
 		s.mu.Unlock()
 		w.WriteHeader(204)
 		return
@@ -87,9 +120,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Changes the storage in memory, then hangs up without answering:
 		// the daemon must report the broken call, not send it again.
 		s.mu.Lock()
+		st := s.storageOf(r)
 		var n int64
-		_ = json.Unmarshal(s.storage["count"], &n)
-		s.storage["count"], _ = json.Marshal(n + 1000)
+		_ = json.Unmarshal(st["count"], &n)
+		st["count"], _ = json.Marshal(n + 1000)
 		s.hangups++
 		s.mu.Unlock()
 		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
@@ -98,7 +132,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wt := r.Header.Get("X-Agentkernel-Storage-Mode") == "write-through"
-	status, result, writes := s.method(strings.TrimPrefix(r.URL.Path, "/"), args, r.Header)
+	status, result, writes := s.method(strings.TrimPrefix(r.URL.Path, "/"), args, r)
 	w.Header().Set("Content-Type", "application/json")
 	if !wt {
 		w.WriteHeader(status)
@@ -122,18 +156,20 @@ func num(v any) int64 {
 }
 
 // method runs a method; writes are what it stored, in order.
-func (s *server) method(name string, args map[string]any, h http.Header) (int, any, []write) {
+func (s *server) method(name string, args map[string]any, r *http.Request) (int, any, []write) {
+	h := r.Header
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	storage := s.storageOf(r)
 	var writes []write
 	set := func(k string, v any) {
 		b, _ := json.Marshal(v)
-		s.storage[k] = b
+		storage[k] = b
 		writes = append(writes, write{Key: k, Value: b})
 	}
 	count := func() int64 {
 		var n int64
-		_ = json.Unmarshal(s.storage["count"], &n)
+		_ = json.Unmarshal(storage["count"], &n)
 		return n
 	}
 	switch name {
@@ -185,7 +221,7 @@ func (s *server) method(name string, args map[string]any, h http.Header) (int, a
 		return 200, map[string]any{"seqs": s.seqs, "max_inflight": s.maxInflight.Load()}, nil
 	case "put":
 		set(fmt.Sprint(args["key"]), args["value"])
-		return 200, map[string]any{"keys": len(s.storage)}, writes
+		return 200, map[string]any{"keys": len(storage)}, writes
 	case "fill":
 		// fill {"keys": N, "bytes": B}: N keys of B-byte strings.
 		n, b := num(args["keys"]), num(args["bytes"])
@@ -193,10 +229,10 @@ func (s *server) method(name string, args map[string]any, h http.Header) (int, a
 		for i := range n {
 			set("k"+strconv.FormatInt(i, 10), v)
 		}
-		return 200, map[string]any{"keys": len(s.storage)}, writes
+		return 200, map[string]any{"keys": len(storage)}, writes
 	case "del":
 		k := fmt.Sprint(args["key"])
-		delete(s.storage, k)
+		delete(storage, k)
 		writes = append(writes, write{Key: k, Delete: true})
 		return 200, nil, writes
 	case "fail":
@@ -217,7 +253,7 @@ func (s *server) method(name string, args map[string]any, h http.Header) (int, a
 		// below N; records every delivery it sees.
 		retry, _ := strconv.Atoi(h.Get("X-Agentkernel-Alarm-Retry-Count"))
 		var seen []map[string]any
-		_ = json.Unmarshal(s.storage["alarm_deliveries"], &seen)
+		_ = json.Unmarshal(storage["alarm_deliveries"], &seen)
 		seen = append(seen, map[string]any{"id": h.Get("X-Agentkernel-Alarm-Id"), "retry": retry, "is_retry": h.Get("X-Agentkernel-Alarm-Is-Retry"), "tag": args["tag"]})
 		set("alarm_deliveries", seen)
 		if retry < int(num(args["fail_until_retry"])) {
@@ -225,6 +261,9 @@ func (s *server) method(name string, args map[string]any, h http.Header) (int, a
 		}
 		set("count", count()+1)
 		return 200, map[string]any{"value": count()}, writes
+	case "objects":
+		// How many objects this process holds storage of.
+		return 200, map[string]any{"value": len(s.objects)}, nil
 	case "echo":
 		return 200, map[string]any{"args": args, "class": h.Get("X-Agentkernel-Object-Class"), "id": h.Get("X-Agentkernel-Object-Id"), "mode": h.Get("X-Agentkernel-Storage-Mode")}, nil
 	case "crash":
