@@ -18,15 +18,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			notAllowed(w, "GET")
 			return
 		}
+		w.Header().Set(HeaderObjects, ObjectsMany)
 		writeJSON(w, http.StatusOK, []byte(`{"ok":true}`))
 	case StoragePath:
+		id := r.Header.Get(HeaderObjectID)
 		switch r.Method {
 		case http.MethodGet:
-			s.dump(w)
+			s.dump(w, id)
 		case http.MethodPost:
-			s.restore(w, r)
+			s.restore(w, r, id)
+		case http.MethodDelete:
+			s.stores.forget(id)
+			w.WriteHeader(http.StatusNoContent)
 		default:
-			notAllowed(w, "GET, POST")
+			notAllowed(w, "GET, POST, DELETE")
 		}
 	default:
 		if r.Method != http.MethodPost {
@@ -37,8 +42,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) dump(w http.ResponseWriter) {
-	b, err := s.store.dump()
+func (s *Server) dump(w http.ResponseWriter, id string) {
+	st := s.stores.peek(id)
+	if st == nil {
+		writeJSON(w, http.StatusOK, []byte(`{}`))
+		return
+	}
+	b, err := st.dump()
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("dump storage: %v", err))
 		return
@@ -46,8 +56,9 @@ func (s *Server) dump(w http.ResponseWriter) {
 	writeJSON(w, http.StatusOK, b)
 }
 
-// restore replaces the whole storage: keys absent from the body are gone.
-func (s *Server) restore(w http.ResponseWriter, r *http.Request) {
+// restore replaces the object's whole storage: keys absent from the body
+// are gone.
+func (s *Server) restore(w http.ResponseWriter, r *http.Request, id string) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("read body: %v", err))
@@ -68,13 +79,13 @@ func (s *Server) restore(w http.ResponseWriter, r *http.Request) {
 			data[k] = b.Bytes()
 		}
 	}
-	s.store.replace(data)
+	s.stores.get(id).replace(data)
 	writeJSON(w, http.StatusOK, []byte(`{"ok":true}`))
 }
 
 func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(r.URL.Path, "/")
-	st := &Storage{s: s.store}
+	st := &Storage{s: s.stores.get(r.Header.Get(HeaderObjectID))}
 	body, err := io.ReadAll(r.Body)
 	args := json.RawMessage(strings.TrimSpace(string(body)))
 	if len(args) == 0 {

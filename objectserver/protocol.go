@@ -9,13 +9,21 @@ const (
 	// PortEnv overrides DefaultPort (tests run several servers at once).
 	PortEnv = "AGENTKERNEL_OBJECT_PORT"
 
-	// StoragePath serves GET (dump all storage) and POST (replace all storage).
+	// StoragePath serves GET (dump an object's storage), POST (replace it)
+	// and DELETE (forget it), for the object the headers name.
 	StoragePath = "/__storage"
-	// HealthPath answers GET with {"ok": true}.
+	// HealthPath answers GET with {"ok": true} and HeaderObjects: many.
 	HealthPath = "/__health"
+	// HeaderObjects on GET /__health says the server keeps storage per
+	// object id, so the daemon may give it many objects (a class with
+	// isolation "class"); a server without it is refused for such a class.
+	HeaderObjects = "X-Agentkernel-Objects"
+	ObjectsMany   = "many"
 
-	HeaderStorageMode     = "X-Agentkernel-Storage-Mode"
-	HeaderObjectClass     = "X-Agentkernel-Object-Class"
+	HeaderStorageMode = "X-Agentkernel-Storage-Mode"
+	HeaderObjectClass = "X-Agentkernel-Object-Class"
+	// HeaderObjectID names the object of a call or a /__storage request;
+	// without it the object is "" (daemons from before isolation "class").
 	HeaderObjectID        = "X-Agentkernel-Object-Id"
 	HeaderAlarmID         = "X-Agentkernel-Alarm-Id"
 	HeaderAlarmRetryCount = "X-Agentkernel-Alarm-Retry-Count"

@@ -33,15 +33,20 @@ type HandlerFunc func(c *Call) (any, error)
 
 // Server dispatches the daemon's calls to registered methods. It is an
 // http.Handler; ListenAndServe serves it where the daemon expects it.
+//
+// A Server keeps storage per object (X-Agentkernel-Object-Id), so one
+// process can serve many objects of a class with isolation "class"; the
+// same handlers work unchanged with isolation "object", where the daemon
+// gives it one object.
 type Server struct {
 	mu      sync.RWMutex
 	methods map[string]HandlerFunc
-	store   *store
+	stores  *stores
 }
 
 // New returns a Server with no methods and empty storage.
 func New() *Server {
-	return &Server{methods: map[string]HandlerFunc{}, store: newStore()}
+	return &Server{methods: map[string]HandlerFunc{}, stores: newStores()}
 }
 
 // Method registers h under name. It panics on an empty name, a name with a

@@ -26,6 +26,43 @@ type store struct {
 
 func newStore() *store { return &store{data: map[string]json.RawMessage{}} }
 
+// stores holds the storage of every object the server serves, by object
+// id: the daemon gives one server many objects when their class has
+// isolation "class", and each sees only its own storage. Calls to
+// different objects run concurrently; each object's lock is its own.
+type stores struct {
+	mu   sync.Mutex
+	byID map[string]*store
+}
+
+func newStores() *stores { return &stores{byID: map[string]*store{}} }
+
+// get returns the object's storage, empty if the server never held it.
+func (s *stores) get(id string) *store {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.byID[id]
+	if !ok {
+		st = newStore()
+		s.byID[id] = st
+	}
+	return st
+}
+
+// peek returns the object's storage without creating it (nil if none).
+func (s *stores) peek(id string) *store {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byID[id]
+}
+
+// forget drops the object's storage (it hibernated or was deleted).
+func (s *stores) forget(id string) {
+	s.mu.Lock()
+	delete(s.byID, id)
+	s.mu.Unlock()
+}
+
 // dump encodes the whole storage as one JSON object.
 func (s *store) dump() ([]byte, error) {
 	s.mu.Lock()

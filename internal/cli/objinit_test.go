@@ -164,6 +164,8 @@ func TestObjectInitGo(t *testing.T) {
 	}
 	base := objectservertest.StartProcess(t, exec.Command(appPath(dir, "/app/counter")))
 	objectservertest.Counter(t, base)
+	// The copied helper serves many objects too (isolation = "class").
+	objectservertest.ManyObjects(t, base)
 }
 
 func TestObjectInitPython(t *testing.T) {

@@ -91,7 +91,14 @@ class = "wcounter"
 init_command = ["/app/counter"]
 app_dir = %q
 storage_mode = "write-through"
-`, run, bin, app, app, app)
+
+[[objects]]
+class = "cwcounter"
+init_command = ["/app/counter"]
+app_dir = %q
+storage_mode = "write-through"
+isolation = "class"
+`, run, bin, app, app, app, app)
 	if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -297,5 +304,89 @@ func TestAlarmFiresAtLeastOnceAcrossSIGKILL(t *testing.T) {
 	}
 	if got := string(info.Storage["count"]); got != "2" {
 		t.Fatalf("the object counted %s deliveries; want 2: the one the SIGKILL cut off before the fired mark, and the redelivery after restart", got)
+	}
+}
+
+// Class mode (issue 15): two objects share one sandbox and one server;
+// the daemon is SIGKILLed while both have increments in flight. After the
+// restart every acknowledged increment is in the store, each object's
+// storage is its own (the server got each one's persisted storage back,
+// by id, before its next call), and both still share the sandbox.
+func TestSIGKILLClassIsolationLosesNoAcknowledgedWrite(t *testing.T) {
+	e := newServeEnv(t)
+	s := e.start(t)
+	ctx := context.Background()
+	ids := []string{"p", "q"}
+	// Different steps, so a mixed-up storage shows.
+	step := map[string]int64{"p": 1, "q": 1000}
+	acked := map[string]int64{}
+	var mu sync.Mutex
+	for _, id := range ids {
+		if _, err := s.client.Objects.Call(ctx, "cwcounter", id, agentkernel.ObjectCall{Method: "put", Args: map[string]any{"key": "owner", "value": id}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sandboxOf := func(s *served, id string) string {
+		o, err := s.client.Objects.Get(ctx, "cwcounter", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.SandboxID
+	}
+	shared := sandboxOf(s, "p")
+	if sandboxOf(s, "q") != shared {
+		t.Fatal("p and q do not share a sandbox")
+	}
+	var wg sync.WaitGroup
+	warm := make(chan struct{}, len(ids))
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 1; ; n++ {
+				r, err := s.client.Objects.Call(ctx, "cwcounter", id, agentkernel.ObjectCall{Method: "increment", Args: map[string]any{"amount": step[id]}})
+				if err != nil {
+					return // the daemon died
+				}
+				mu.Lock()
+				acked[id] = sdkValue(r)
+				mu.Unlock()
+				if n == 3 {
+					warm <- struct{}{}
+				}
+			}
+		}()
+	}
+	for range ids {
+		<-warm
+	}
+	e.kill(t)
+	wg.Wait()
+	s = e.start(t)
+	for _, id := range ids {
+		info, err := s.client.Objects.Get(ctx, "cwcounter", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored int64
+		fmt.Sscan(string(info.Storage["count"]), &stored)
+		if acked[id] == 0 || stored < acked[id] || stored > acked[id]+step[id] || stored%step[id] != 0 {
+			t.Fatalf("%s: acknowledged %d, stored %d after SIGKILL", id, acked[id], stored)
+		}
+		if got := string(info.Storage["owner"]); got != `"`+id+`"` || len(info.Storage) != 2 {
+			t.Fatalf("%s: storage after restart %v: not its own", id, info.Storage)
+		}
+		r, err := s.client.Objects.Call(ctx, "cwcounter", id, agentkernel.ObjectCall{Method: "increment", Args: map[string]any{"amount": step[id]}})
+		if err != nil || sdkValue(r) != stored+step[id] {
+			t.Fatalf("%s: increment after restart: %s %v (stored %d)", id, r, err, stored)
+		}
+		if sandboxOf(s, id) != shared {
+			t.Fatalf("%s moved out of the shared sandbox after the restart", id)
+		}
+		t.Logf("%s: %d acknowledged before SIGKILL, %d stored", id, acked[id], stored)
+	}
+	r, err := s.client.Objects.Call(ctx, "cwcounter", "p", agentkernel.ObjectCall{Method: "objects"})
+	if err != nil || sdkValue(r) != 2 {
+		t.Fatalf("the shared server holds %s objects after the restart (%v), want 2", r, err)
 	}
 }

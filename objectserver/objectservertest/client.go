@@ -19,6 +19,8 @@ import (
 type client struct {
 	t    *testing.T
 	base string
+	// class and id name the object restore and dump are for.
+	class, id string
 }
 
 type response struct {
@@ -102,17 +104,32 @@ func (c client) call(method, args string, o callOpts) response {
 	return c.do(http.MethodPost, "/"+method, h, args)
 }
 
-func (c client) restore(storage string) {
+// objectHeader names an object as the daemon does on every request but
+// GET /__health.
+func objectHeader(class, id string) http.Header {
+	h := http.Header{}
+	h.Set(objectserver.HeaderObjectClass, class)
+	h.Set(objectserver.HeaderObjectID, id)
+	return h
+}
+
+// restore and dump are the daemon's POST and GET /__storage for the
+// client's object.
+func (c client) restore(storage string) { c.restoreFor(c.id, storage) }
+
+func (c client) dump() response { return c.dumpFor(c.id) }
+
+func (c client) restoreFor(id, storage string) {
 	c.t.Helper()
-	r := c.do(http.MethodPost, objectserver.StoragePath, nil, storage)
-	if r.status != http.StatusOK {
-		c.t.Fatalf("restore %s: status %d, body %s", storage, r.status, r.body)
+	r := c.do(http.MethodPost, objectserver.StoragePath, objectHeader(c.class, id), storage)
+	if r.status/100 != 2 {
+		c.t.Fatalf("restore %s of %q: status %d, body %s", storage, id, r.status, r.body)
 	}
 }
 
-func (c client) dump() response {
+func (c client) dumpFor(id string) response {
 	c.t.Helper()
-	return c.do(http.MethodGet, objectserver.StoragePath, nil, "")
+	return c.do(http.MethodGet, objectserver.StoragePath, objectHeader(c.class, id), "")
 }
 
 // expect checks the status, whether the write-through envelope header is

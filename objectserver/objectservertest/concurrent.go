@@ -38,7 +38,7 @@ func concurrentApply(t *testing.T, base string) {
 	for err := range errs {
 		t.Error(err)
 	}
-	c := client{t: t, base: base}
+	c := client{t: t, base: base, class: "probe", id: "p-1"}
 	var dump map[string]json.RawMessage
 	if err := json.Unmarshal(c.dump().body, &dump); err != nil {
 		t.Fatalf("dump: %v", err)
@@ -55,6 +55,8 @@ func applyPair(base, p string) error {
 		return err
 	}
 	req.Header.Set(objectserver.HeaderStorageMode, objectserver.ModeWriteThrough)
+	req.Header.Set(objectserver.HeaderObjectClass, "probe")
+	req.Header.Set(objectserver.HeaderObjectID, "p-1")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

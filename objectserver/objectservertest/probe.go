@@ -21,7 +21,7 @@ import (
 //   - boom: fails with the language's plain error (expected status 500,
 //     message containing "boom").
 func Probe(t *testing.T, base string) {
-	c := client{t: t, base: base}
+	c := client{t: t, base: base, class: "probe", id: "p-1"}
 	snap := callOpts{mode: objectserver.ModeSnapshot, class: "probe", id: "p-1"}
 	wt := callOpts{mode: objectserver.ModeWriteThrough, class: "probe", id: "p-1"}
 

@@ -16,3 +16,10 @@ func TestCounter(t *testing.T) {
 	defer srv.Close()
 	objectservertest.Counter(t, srv.URL)
 }
+
+// The same counter serves many objects (isolation = "class") unchanged.
+func TestCounterManyObjects(t *testing.T) {
+	srv := httptest.NewServer(newServer())
+	defer srv.Close()
+	objectservertest.ManyObjects(t, srv.URL)
+}
