@@ -67,6 +67,7 @@ func (r *Runtime) exclusive(ctx context.Context, key store.ObjectKey, fn func(a 
 			return err
 		}
 		a.life.Lock()
+		err = nil
 		switch a.state {
 		case stateGone:
 			a.life.Unlock()
