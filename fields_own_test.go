@@ -501,6 +501,40 @@ func ownRules(w *ownWalker) []fieldRule {
 				return "/v1/objects/definitions/" + c.state["class"].(string)
 			}, c.leaf.path)(t, c)
 		}),
+		// isolation = "class" (issue 15): the class's objects share a
+		// sandbox; objects_per_sandbox = 1 keeps them apart again.
+		rule(`^POST /v1/objects/definitions \.(isolation|objects_per_sandbox)$`).with(func(t *testing.T, c *fieldCase) any {
+			class := "walk" + strings.TrimPrefix(c.marker, "walk-")
+			c.state["class"] = class
+			base := map[string]any{"class": class, "init_command": []string{"/app/counter"}}
+			c.state["base"] = base
+			if c.leaf.path == ".objects_per_sandbox" {
+				base["isolation"] = "class"
+				return 1
+			}
+			return "class"
+		}).does(func(t *testing.T, c *fieldCase) {
+			w.echoes(func(c *fieldCase, _ map[string]any) string {
+				return "/v1/objects/definitions/" + c.state["class"].(string)
+			}, c.leaf.path)(t, c)
+			class := c.state["class"].(string)
+			sdk := agentkernel.New(agentkernel.WithBaseURL(w.d.URL), agentkernel.WithAPIKey(w.d.AdminKey))
+			if _, err := sdk.Objects.UploadBundleDir(context.Background(), class, w.app); err != nil {
+				t.Fatal(err)
+			}
+			sandboxes := map[string]bool{}
+			for _, id := range []string{"x", "y"} {
+				w.create(t, "/v1/objects/"+class+"/"+id+"/call", map[string]any{"method": "increment"})
+				o, err := sdk.Objects.Get(context.Background(), class, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sandboxes[o.SandboxID] = true
+			}
+			if want := map[string]int{".isolation": 1, ".objects_per_sandbox": 2}[c.leaf.path]; len(sandboxes) != want {
+				t.Errorf("%s = %v: two objects in %d sandboxes, want %d", c.leaf.path, c.value, len(sandboxes), want)
+			}
+		}),
 		rule(`^POST /v1/objects/\{class\}/\{id\}/call \.(method|args)$`).with(func(t *testing.T, c *fieldCase) any {
 			c.state["base"] = map[string]any{"method": "increment"}
 			if c.leaf.path == ".args" {

@@ -312,3 +312,50 @@ func TestObjectBadInputs(t *testing.T) {
 		t.Fatalf("other tenant list: %+v %v", objs, err)
 	}
 }
+
+// isolation = "class" through the API (issue 15): the definition takes
+// and shows isolation and objects_per_sandbox, refuses bad values naming
+// the field, and its objects share a sandbox.
+func TestObjectClassIsolationThroughTheAPI(t *testing.T) {
+	ctx := context.Background()
+	_, c := objectDaemon(t)
+	def, err := c.Objects.Define(ctx, agentkernel.ObjectClass{Class: "shared", InitCommand: []string{"/app/counter"}, Isolation: "class", ObjectsPerSandbox: 10})
+	if err != nil || def.Isolation != "class" || def.ObjectsPerSandbox != 10 {
+		t.Fatalf("define: %+v %v", def, err)
+	}
+	got, err := c.Objects.Definition(ctx, "shared")
+	if err != nil || got.Isolation != "class" || got.ObjectsPerSandbox != 10 {
+		t.Fatalf("GET definition: %+v %v", got, err)
+	}
+	if cfg, err := c.Objects.Definition(ctx, "counter"); err != nil || cfg.Isolation != "object" {
+		t.Fatalf("a config class's isolation: %+v %v", cfg, err)
+	}
+	for _, bad := range []struct {
+		def   agentkernel.ObjectClass
+		field string
+	}{
+		{agentkernel.ObjectClass{Class: "x", InitCommand: []string{"x"}, Isolation: "tenant"}, "isolation"},
+		{agentkernel.ObjectClass{Class: "x", InitCommand: []string{"x"}, ObjectsPerSandbox: 5}, "objects_per_sandbox"},
+		{agentkernel.ObjectClass{Class: "x", InitCommand: []string{"x"}, Isolation: "class", ObjectsPerSandbox: 10001}, "objects_per_sandbox"},
+	} {
+		if _, err := c.Objects.Define(ctx, bad.def); objStatus(err) != 400 || !strings.Contains(err.Error(), bad.field) {
+			t.Errorf("define %+v: %v, want a 400 naming %s", bad.def, err, bad.field)
+		}
+	}
+	if _, err := c.Objects.UploadBundleDir(ctx, "shared", counterAppDir(t)); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"a", "b"} {
+		if r, err := c.Objects.Call(ctx, "shared", id, agentkernel.ObjectCall{Method: "increment", Args: map[string]any{"amount": i + 1}}); err != nil || value(t, r) != int64(i+1) {
+			t.Fatalf("call %s: %s %v", id, r, err)
+		}
+	}
+	a, err := c.Objects.Get(ctx, "shared", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Objects.Get(ctx, "shared", "b")
+	if err != nil || a.SandboxID != b.SandboxID || string(a.Storage["count"]) != "1" || string(b.Storage["count"]) != "2" {
+		t.Fatalf("a %+v, b %+v (%v): want one sandbox, own storage", a, b, err)
+	}
+}

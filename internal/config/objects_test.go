@@ -43,3 +43,29 @@ func TestAppRootsDefaultToTheConfigFilesDirectory(t *testing.T) {
 		}
 	}
 }
+
+// isolation and objects_per_sandbox (issue 15) load, and bad values are
+// refused naming the field.
+func TestObjectIsolation(t *testing.T) {
+	home := t.TempDir()
+	t.Chdir(t.TempDir())
+	p := filepath.Join(t.TempDir(), FileName)
+	writeFile(t, p, "[[objects]]\nclass = \"c\"\ninit_command = [\"/app/c\"]\nisolation = \"class\"\nobjects_per_sandbox = 50\n")
+	cfg, _, err := Load(Flags{ConfigPath: p}, []string{"AGENTKERNEL_HOME=" + home})
+	if err != nil || cfg.Objects[0].Isolation != "class" || cfg.Objects[0].ObjectsPerSandbox != 50 {
+		t.Fatalf("loaded %+v (%v)", cfg.Objects, err)
+	}
+	for body, field := range map[string]string{
+		"isolation = \"tenant\"\n":                             "objects[0].isolation",
+		"objects_per_sandbox = 10\n":                           "objects[0].objects_per_sandbox",
+		"isolation = \"class\"\nobjects_per_sandbox = 10001\n": "objects[0].objects_per_sandbox",
+		"isolation = \"object\"\nobjects_per_sandbox = 10\n":   "objects[0].objects_per_sandbox",
+		"isolation = \"class\"\nobjects_per_sandbox = -1\n":    "objects[0].objects_per_sandbox",
+	} {
+		writeFile(t, p, "[[objects]]\nclass = \"c\"\ninit_command = [\"/app/c\"]\n"+body)
+		_, _, err := Load(Flags{ConfigPath: p}, []string{"AGENTKERNEL_HOME=" + home})
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("%q: error %v does not name %s", body, err, field)
+		}
+	}
+}
