@@ -359,3 +359,42 @@ func TestObjectClassIsolationThroughTheAPI(t *testing.T) {
 		t.Fatalf("a %+v, b %+v (%v): want one sandbox, own storage", a, b, err)
 	}
 }
+
+// A class switched from isolation "object" to "class" keeps its objects'
+// storage: a hibernated object wakes in the shared sandbox, and the
+// sandbox it had of its own is destroyed.
+func TestObjectClassSwitchedToClassIsolation(t *testing.T) {
+	ctx := context.Background()
+	_, c := objectDaemon(t)
+	if _, err := c.Objects.Define(ctx, agentkernel.ObjectClass{Class: "switch", InitCommand: []string{"/app/counter"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Objects.UploadBundleDir(ctx, "switch", counterAppDir(t)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Objects.Call(ctx, "switch", "a", agentkernel.ObjectCall{Method: "increment", Args: map[string]any{"amount": 3}}); err != nil || value(t, r) != 3 {
+		t.Fatalf("increment: %s %v", r, err)
+	}
+	o, err := c.Objects.Hibernate(ctx, "switch", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := o.SandboxID
+	if _, err := c.Objects.Define(ctx, agentkernel.ObjectClass{Class: "switch", InitCommand: []string{"/app/counter"}, Isolation: "class"}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Objects.Call(ctx, "switch", "a", agentkernel.ObjectCall{Method: "get"}); err != nil || value(t, r) != 3 {
+		t.Fatalf("get after the switch: %s %v", r, err)
+	}
+	o, err = c.Objects.Get(ctx, "switch", "a")
+	if err != nil || o.SandboxID == own || o.Status != "Active" {
+		t.Fatalf("after the switch: %+v %v (own sandbox was %s)", o, err, own)
+	}
+	sb, err := c.Sandboxes.Get(ctx, o.SandboxID)
+	if err != nil || !strings.HasPrefix(sb.SessionKey, "dc-switch-") {
+		t.Fatalf("the object's sandbox after the switch: %+v %v", sb, err)
+	}
+	if sb, err := c.Sandboxes.Get(ctx, own); objStatus(err) != 404 && (err != nil || sb.State != "destroyed") {
+		t.Fatalf("its own sandbox after the switch: %+v %v", sb, err)
+	}
+}

@@ -232,6 +232,13 @@ func (r *Runtime) wakeShared(ctx context.Context, a *actor, cls *Class) error {
 		r.leave(ctx, a, sh)
 		return err
 	}
+	if old := a.sandboxID; old != "" && old != sh.id {
+		// Hibernated in a sandbox of its own while its class had isolation
+		// "object": nothing runs there any more.
+		if osh, err := r.sharedOf(ctx, a.key.TenantID, old); err == nil && osh == nil {
+			r.destroySandbox(ctx, a.key.TenantID, old)
+		}
+	}
 	a.shared.Store(sh)
 	a.sandboxID, a.resync, a.sizes = sh.id, false, nil
 	r.setState(a, stateActive)
