@@ -128,17 +128,16 @@ func (r *Runtime) loadSharedLocked(ctx context.Context, k sharedKey) error {
 	return nil
 }
 
-// sharedOf returns the shared sandbox id is, or nil when it is not one
-// (an object-mode sandbox, or none).
+// sharedOf returns the shared sandbox with this id, or nil when the
+// sandbox is not one (an object-mode sandbox, or none).
 func (r *Runtime) sharedOf(ctx context.Context, tenantID, id string) (*sharedSandbox, error) {
 	if id == "" {
 		return nil, nil
 	}
-	r.pools.mu.Lock()
-	defer r.pools.mu.Unlock()
-	if sh := r.pools.byID[id]; sh != nil {
+	if sh := r.sharedByID(id); sh != nil {
 		return sh, nil
 	}
+	// Read outside pools.mu: object-mode wakes come through here.
 	in, err := r.sbx.Get(ctx, tenantID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -150,6 +149,8 @@ func (r *Runtime) sharedOf(ctx context.Context, tenantID, id string) (*sharedSan
 	if !ok || in.State == sandbox.StateDestroyed {
 		return nil, nil
 	}
+	r.pools.mu.Lock()
+	defer r.pools.mu.Unlock()
 	if err := r.loadSharedLocked(ctx, k); err != nil {
 		return nil, err
 	}
