@@ -304,9 +304,13 @@ func objectClasses(ctx context.Context, m *Main, args []string) error {
 		case c.Bundle != nil:
 			app = "bundle " + c.Bundle.SHA256[:min(12, len(c.Bundle.SHA256))]
 		}
-		rows = append(rows, []string{c.Class, orDash(c.StorageMode), orDash(c.Driver), fmt.Sprint(c.IdleTimeoutSeconds), strings.Join(c.InitCommand, " "), app, c.Source})
+		isolation := orDash(c.Isolation)
+		if c.Isolation == "class" && c.ObjectsPerSandbox > 0 {
+			isolation = fmt.Sprintf("class (%d/sandbox)", c.ObjectsPerSandbox)
+		}
+		rows = append(rows, []string{c.Class, orDash(c.StorageMode), isolation, orDash(c.Driver), fmt.Sprint(c.IdleTimeoutSeconds), strings.Join(c.InitCommand, " "), app, c.Source})
 	}
-	return table(m.Stdout, []string{"CLASS", "STORAGE", "DRIVER", "IDLE S", "INIT COMMAND", "APP", "SOURCE"}, rows)
+	return table(m.Stdout, []string{"CLASS", "STORAGE", "ISOLATION", "DRIVER", "IDLE S", "INIT COMMAND", "APP", "SOURCE"}, rows)
 }
 
 // clientValueFlags are the shared flags that take a value.
