@@ -220,7 +220,8 @@ func (r *Runtime) Stop() {
 }
 
 // loadActive counts the objects Active in the store toward the
-// max_active_objects budget and hands them to the idle loop.
+// max_active_objects budget and hands them to the idle loop, and learns
+// the shared sandboxes that still run.
 func (r *Runtime) loadActive(ctx context.Context) error {
 	objs, err := listAll(ctx, r.st, store.ListObjectsParams{Status: store.ObjectActive})
 	if err != nil {
@@ -244,6 +245,20 @@ func (r *Runtime) loadActive(ctx context.Context) error {
 		}
 		if o.LastCallAt == nil {
 			a.lastCall.Store(now.UnixNano())
+		}
+	}
+	// Shared sandboxes still running without a live object (the daemon
+	// died between the last one's hibernation and the stop): counted, and
+	// stopped by the idle pass.
+	running, err := r.sbx.ListRunning(ctx)
+	if err != nil {
+		return err
+	}
+	for _, in := range running {
+		if _, _, ok := sharedMeta(in.Sandbox); ok {
+			if _, err := r.sharedOf(ctx, in.TenantID, in.ID); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

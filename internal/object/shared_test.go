@@ -2,6 +2,7 @@ package object_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/object"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -370,5 +374,46 @@ func TestClassIsolationValidation(t *testing.T) {
 	c, err = e.rt.Class(context.Background(), "t1", "counter")
 	if err != nil || c.Isolation != "object" {
 		t.Fatalf("default isolation: %+v %v", c, err)
+	}
+}
+
+// A shared sandbox left running without a live object (the daemon died
+// between the last object's hibernation and the sandbox's stop) is found
+// at start and stopped by the idle pass.
+func TestClassIsolationLeftoverSharedSandboxStops(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	k := key("ccounter", "left")
+	e.mustCall(t, k, "increment", nil)
+	sbID := e.object(t, k).SandboxID
+	// The first daemon "dies" with the object hibernated in the store and
+	// its shared sandbox still running.
+	e.rt.Stop()
+	if _, err := e.st.HibernateObject(ctx, k, map[string]json.RawMessage{"count": json.RawMessage("1")}); err != nil {
+		t.Fatal(err)
+	}
+	lim := config.DefaultDurableObjects()
+	lim.AppRoots = []string{e.app}
+	rt, err := object.New(object.Config{Store: e.st, Sandboxes: e.m, Classes: counterClasses(e.app), Limits: lim,
+		Clock: e.clock, Registry: prometheus.NewRegistry(), Swept: e.swept})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Stop)
+	e.rt = rt
+	if st := e.sandboxState(t, sbID); st != sandbox.StateActive {
+		t.Fatalf("before the idle pass: %s", st)
+	}
+	// The stopped runtime's two loops left their waiters on the fake clock.
+	e.clock.BlockUntilWaiting(4)
+	e.sweep(t, 6*time.Second)
+	if st := e.sandboxState(t, sbID); st != sandbox.StateCold {
+		t.Fatalf("a running shared sandbox without objects after the idle pass: %s, want cold", st)
+	}
+	if got := e.mustCall(t, k, "get", nil); got != 1 {
+		t.Fatalf("after: %d", got)
 	}
 }

@@ -439,6 +439,22 @@ func (m *Manager) List(ctx context.Context, tenantID string, state State) ([]*In
 	return out, nil
 }
 
+// ListRunning returns every tenant's sandboxes whose instance may run (a
+// driver handle or a stop in progress), without reading the cold ones.
+func (m *Manager) ListRunning(ctx context.Context) ([]*Info, error) {
+	sbs, err := m.cfg.Store.ListSandboxes(ctx, store.ListSandboxesParams{Running: true})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Info, 0, len(sbs))
+	for _, sb := range sbs {
+		if in := m.info(sb); in.State != StateDestroyed && in.State != StateCold {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
 // Backups lists a sandbox's backups, newest first.
 func (m *Manager) Backups(ctx context.Context, tenantID, id string) ([]*store.Backup, error) {
 	if _, err := m.load(ctx, tenantID, id); err != nil {
