@@ -38,6 +38,11 @@ func TestPythonManyObjects(t *testing.T) {
 		cmd.Env = append(os.Environ(), pythonPath)
 		manyCounters(t, objectservertest.StartProcess(t, cmd))
 	})
+	t.Run("older daemon", func(t *testing.T) {
+		cmd := exec.Command(py, abs(t, "testdata/probe.py"))
+		cmd.Env = append(os.Environ(), pythonPath)
+		olderDaemon(t, objectservertest.StartProcess(t, cmd))
+	})
 }
 
 func TestNodeManyObjects(t *testing.T) {
@@ -50,6 +55,11 @@ func TestNodeManyObjects(t *testing.T) {
 	t.Run("counter", func(t *testing.T) {
 		cmd := exec.Command(node, abs(t, "node/examples/counter.js"))
 		manyCounters(t, objectservertest.StartProcess(t, cmd))
+	})
+	t.Run("older daemon", func(t *testing.T) {
+		cmd := exec.Command(node, abs(t, "testdata/probe.js"))
+		cmd.Env = append(os.Environ(), "AGENTKERNEL_OBJECT_MODULE="+abs(t, "node/agentkernel-object.js"))
+		olderDaemon(t, objectservertest.StartProcess(t, cmd))
 	})
 }
 
@@ -311,4 +321,30 @@ func healthSaysMany(t *testing.T, base string) {
 	if got := h.Get(headerObjects); got != "many" {
 		t.Errorf("GET /__health: %s %q, want \"many\"", headerObjects, got)
 	}
+}
+
+// olderDaemon checks, on a fresh server, what a daemon from before isolation
+// = "class" does: it names the object on method calls only, never on
+// /__storage, and sends a server one object. Until a /__storage request
+// names an object, the first object called shares the storage of the object
+// "" that header-less /__storage requests address; from then on every
+// object, "" included, is on its own.
+func olderDaemon(t *testing.T, base string) {
+	wt := objectserver.ModeWriteThrough
+	storage, x := obj{t, base, ""}, obj{t, base, "x"}
+	storage.restore(`{"count": 3}`) // the wake's restore
+	x.call(wt, "apply", `{"ops": [{"put": "more", "value": 1}]}`,
+		`{"result": {"keys": ["count", "more"]}, "writes": [{"key": "more", "value": 1}]}`)
+	storage.dump(`{"count": 3, "more": 1}`) // the hibernation's dump
+	// Another object on the same server is still on its own.
+	y := obj{t, base, "y"}
+	y.call(wt, "apply", `{"ops": []}`, `{"result": {"keys": []}, "writes": []}`)
+
+	// A daemon that names objects on /__storage: "" is no longer x.
+	obj{t, base, "z"}.restore(`{"z": 1}`)
+	x.dump(`{"count": 3, "more": 1}`)
+	storage.dump(`{}`)
+	storage.restore(`{"alone": true}`)
+	x.call(wt, "apply", `{"ops": []}`, `{"result": {"keys": ["count", "more"]}, "writes": []}`)
+	y.dump(`{}`)
 }

@@ -127,6 +127,13 @@ class ObjectServer {
     // Object id -> Map of key -> JSON text. A request without
     // X-Agentkernel-Object-Id is the object "".
     this._stores = new Map();
+    // Daemons from before isolation = "class" name the object on method
+    // calls but not on /__storage, and give a server one object. So until a
+    // /__storage request names an object (_named), the first object called
+    // (_bound) shares its storage with the object "" that header-less
+    // /__storage requests address.
+    this._named = false;
+    this._bound = null;
   }
 
   // Register fn(ctx, args) under name.
@@ -174,14 +181,26 @@ class ObjectServer {
       return [200, '{"ok":true}', { [H.objects]: "many" }];
     }
     if (path === "/__storage") {
+      if (!["GET", "POST", "DELETE"].includes(req.method)) return notAllowed("GET, POST, DELETE");
       const id = req.headers[H.objectId] || "";
+      if (id !== "" && !this._named) {
+        this._named = true;
+        if (this._bound !== null) {
+          this._stores.delete(""); // the bound object keeps the storage
+          this._bound = null;
+        }
+      }
       if (req.method === "GET") return [200, dump(this._stores.get(id))];
       if (req.method === "DELETE") {
         // Forget the object; calls of it still running keep their Map.
         this._stores.delete(id);
+        if (this._bound !== null && (id === "" || id === this._bound)) {
+          this._stores.delete("");
+          this._stores.delete(this._bound);
+          this._bound = null;
+        }
         return [204, ""];
       }
-      if (req.method !== "POST") return notAllowed("GET, POST, DELETE");
       let data;
       try {
         data = body.trim() === "" ? null : JSON.parse(body);
@@ -215,7 +234,12 @@ class ObjectServer {
   }
 
   async _call(name, headers, body) {
-    const storage = new Storage(this._open(headers[H.objectId] || ""));
+    const id = headers[H.objectId] || "";
+    if (id !== "" && !this._named && this._bound === null) {
+      this._bound = id;
+      this._stores.set(id, this._open(""));
+    }
+    const storage = new Storage(this._open(id));
     const mode = headers[H.storageMode] === MODE_WRITE_THROUGH ? MODE_WRITE_THROUGH : MODE_SNAPSHOT;
     const ctx = {
       method: name,

@@ -181,29 +181,62 @@ def address():
 
 class _Stores:
     """The storage of every object this server holds, by object id (a request
-    without X-Agentkernel-Object-Id is the object "")."""
+    without X-Agentkernel-Object-Id is the object "").
+
+    Daemons from before isolation = "class" name the object on method calls
+    but not on /__storage, and give a server one object. So until a
+    /__storage request names an object, the first object called shares its
+    storage with the object "" that header-less /__storage requests address.
+    """
 
     def __init__(self):
-        self._lock = threading.Lock()  # guards the map only
+        self._lock = threading.Lock()  # guards the fields below, not the stores
         self._by_id = {}
+        self._named = False  # a /__storage request has named an object
+        self._bound = None  # the object sharing ""'s storage until then
+
+    def _open(self, object_id):
+        store = self._by_id.get(object_id)
+        if store is None:
+            store = self._by_id[object_id] = _Store()
+        return store
+
+    def _storage_request(self, object_id):
+        if object_id and not self._named:
+            self._named = True
+            if self._bound is not None:
+                self._by_id.pop("", None)  # the bound object keeps the storage
+                self._bound = None
+
+    def for_call(self, object_id):
+        """The store a method call of the object uses, created empty."""
+        with self._lock:
+            if object_id and not self._named and self._bound is None:
+                self._bound = object_id
+                self._by_id[object_id] = self._open("")
+            return self._open(object_id)
 
     def get(self, object_id):
-        """The object's store, or None when this server does not hold it."""
+        """The object's store for GET /__storage, or None when not held."""
         with self._lock:
+            self._storage_request(object_id)
             return self._by_id.get(object_id)
 
     def open(self, object_id):
-        """The object's store, created empty on first use."""
+        """The object's store for POST /__storage, created empty."""
         with self._lock:
-            store = self._by_id.get(object_id)
-            if store is None:
-                store = self._by_id[object_id] = _Store()
-            return store
+            self._storage_request(object_id)
+            return self._open(object_id)
 
     def forget(self, object_id):
         """Drop the object's storage (its calls still running keep theirs)."""
         with self._lock:
+            self._storage_request(object_id)
             self._by_id.pop(object_id, None)
+            if self._bound is not None and object_id in ("", self._bound):
+                self._by_id.pop("", None)
+                self._by_id.pop(self._bound, None)
+                self._bound = None
 
 
 class ObjectServer:
@@ -246,7 +279,7 @@ class ObjectServer:
 
     def _call(self, name, headers, body):
         """Run one call; returns (status, extra headers, body bytes)."""
-        storage = Storage(self._stores.open(headers.get(H_OBJECT_ID, "")))
+        storage = Storage(self._stores.for_call(headers.get(H_OBJECT_ID, "")))
         ctx = Context(name, headers, storage)
         extra = {H_ENVELOPE: "1"} if ctx.mode == MODE_WRITE_THROUGH else {}
         status, field, value = 200, "result", None
