@@ -9,13 +9,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentkernel/agentkernel/objectserver"
 	"github.com/agentkernel/agentkernel/objectserver/objectservertest"
@@ -347,4 +350,86 @@ func olderDaemon(t *testing.T, base string) {
 	storage.restore(`{"alone": true}`)
 	x.call(wt, "apply", `{"ops": []}`, `{"result": {"keys": ["count", "more"]}, "writes": []}`)
 	y.dump(`{}`)
+}
+
+// BenchmarkManyObjectsPSS measures what one more object costs a helper's
+// server process that serves many (isolation = "class"): each iteration
+// restores a new object's storage ({"count": n}) and calls it once
+// (increment, write-through); the process's PSS before and after gives
+// PSS-KiB/object. Run with a fixed count, e.g. -benchtime=1000x.
+func BenchmarkManyObjectsPSS(b *testing.B) {
+	for _, lang := range []struct{ name, interp, example string }{
+		{"python", "/usr/bin/python3", "python/examples/counter.py"},
+		{"node", "/usr/bin/node", "node/examples/counter.js"},
+	} {
+		b.Run(lang.name, func(b *testing.B) {
+			if _, err := os.Stat(lang.interp); err != nil {
+				b.Skip(lang.interp + " is not installed")
+			}
+			cmd := exec.Command(lang.interp, abs(b, lang.example))
+			cmd.Env = append(os.Environ(), "PYTHONPATH="+abs(b, "python"))
+			base := startForBench(b, cmd)
+			before := pss(b, cmd.Process.Pid)
+			b.ResetTimer()
+			for i := range b.N {
+				id := fmt.Sprintf("user-%d", i)
+				h := obj{nil, base, id}.headers(objectserver.ModeWriteThrough)
+				if st, _, body, err := do(base, http.MethodPost, objectserver.StoragePath, h, fmt.Sprintf(`{"count": %d}`, i)); err != nil || st != http.StatusOK {
+					b.Fatalf("restore %s: %d %s %v", id, st, body, err)
+				}
+				if st, _, body, err := do(base, http.MethodPost, "/increment", h, `{}`); err != nil || st != http.StatusOK {
+					b.Fatalf("increment %s: %d %s %v", id, st, body, err)
+				}
+			}
+			b.StopTimer()
+			after := pss(b, cmd.Process.Pid)
+			b.ReportMetric(float64(after-before)/float64(b.N), "PSS-KiB/object")
+			b.ReportMetric(float64(after), "PSS-KiB")
+		})
+	}
+}
+
+// startForBench is objectservertest.StartProcess for a benchmark.
+func startForBench(b *testing.B, cmd *exec.Cmd) string {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd.Env = append(cmd.Environ(), objectserver.PortEnv+"="+strconv.Itoa(port))
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if st, _, _, err := do(base, http.MethodGet, objectserver.HealthPath, nil, ""); err == nil && st == http.StatusOK {
+			return base
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%v: no answer on %s after 30s", cmd.Args, base)
+		}
+	}
+}
+
+// pss is the process's proportional set size in KiB.
+func pss(b *testing.B, pid int) int64 {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		b.Skipf("no smaps_rollup: %v", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
+			n, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Fatalf("no Pss in /proc/%d/smaps_rollup", pid)
+	return 0
 }
