@@ -22,7 +22,7 @@ func interpreter(t *testing.T, path string) string {
 	return testenv.File(t, path, "apt-get install -y python3 nodejs: the helpers need their interpreter")
 }
 
-func abs(t *testing.T, rel string) string {
+func abs(t testing.TB, rel string) string {
 	t.Helper()
 	p, err := filepath.Abs(rel)
 	if err != nil {

@@ -36,6 +36,11 @@ type objInitLang struct {
 	build, run string
 	// extra files generated here rather than copied.
 	extra func(class string) []scaffoldFile
+	// manyObjects: the copied helper keeps storage per object id and says
+	// so on GET /__health, so the scaffold also runs with isolation =
+	// "class" and its README offers that. TestObjectInit* check this
+	// against the running scaffold.
+	manyObjects bool
 }
 
 func objInitLangs() map[string]objInitLang {
@@ -46,16 +51,19 @@ func objInitLangs() map[string]objInitLang {
 			build:       "CGO_ENABLED=0 go build -o counter .",
 			run:         "./counter",
 			extra:       goModules,
+			manyObjects: true,
 		},
 		"python": {
 			dir:         "python",
 			initCommand: []string{"python3", "/app/counter.py"},
 			run:         "python3 counter.py",
+			manyObjects: true,
 		},
 		"node": {
 			dir:         "node",
 			initCommand: []string{"node", "/app/counter.js"},
 			run:         "node counter.js",
+			manyObjects: true,
 		},
 	}
 }
@@ -121,7 +129,7 @@ func objInitReadme(lang, class, dir string, l objInitLang) ([]byte, error) {
 		quoted[i] = tomlString(a)
 	}
 	var b bytes.Buffer
-	err = t.Execute(&b, map[string]string{
+	err = t.Execute(&b, map[string]any{
 		"Lang":        lang,
 		"Class":       class,
 		"DirTOML":     tomlString(dir),
@@ -129,6 +137,7 @@ func objInitReadme(lang, class, dir string, l objInitLang) ([]byte, error) {
 		"InitCommand": "[" + strings.Join(quoted, ", ") + "]",
 		"Build":       l.build,
 		"Run":         l.run,
+		"ManyObjects": l.manyObjects,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("README template: %w", err)

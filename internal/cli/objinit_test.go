@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/testenv"
+	"github.com/agentkernel/agentkernel/objectserver"
 	"github.com/agentkernel/agentkernel/objectserver/objectservertest"
 )
 
@@ -166,6 +169,7 @@ func TestObjectInitGo(t *testing.T) {
 	objectservertest.Counter(t, base)
 	// The copied helper serves many objects too (isolation = "class").
 	objectservertest.ManyObjects(t, base)
+	checkIsolation(t, "go", dir, base)
 }
 
 func TestObjectInitPython(t *testing.T) {
@@ -174,7 +178,9 @@ func TestObjectInitPython(t *testing.T) {
 	// No PYTHONPATH: the copied helper must be found next to counter.py.
 	cmd := exec.Command("/usr/bin/python3", appPath(dir, "/app/counter.py"))
 	cmd.Env = withoutEnv(os.Environ(), "PYTHONPATH")
-	objectservertest.Counter(t, objectservertest.StartProcess(t, cmd))
+	base := objectservertest.StartProcess(t, cmd)
+	objectservertest.Counter(t, base)
+	checkIsolation(t, "python", dir, base)
 }
 
 func TestObjectInitNode(t *testing.T) {
@@ -182,7 +188,71 @@ func TestObjectInitNode(t *testing.T) {
 	dir := scaffolded(t, "node", []string{"node", "/app/counter.js"})
 	cmd := exec.Command("/usr/bin/node", appPath(dir, "/app/counter.js"))
 	cmd.Env = withoutEnv(os.Environ(), "NODE_PATH")
-	objectservertest.Counter(t, objectservertest.StartProcess(t, cmd))
+	base := objectservertest.StartProcess(t, cmd)
+	objectservertest.Counter(t, base)
+	checkIsolation(t, "node", dir, base)
+}
+
+// checkIsolation checks that the scaffold in dir, served at base, is offered
+// for isolation = "class" exactly when its helper serves many objects (GET
+// /__health answers X-Agentkernel-Objects: many), and that then the same
+// counter code keeps two objects' counts apart in one process.
+func checkIsolation(t *testing.T, lang, dir, base string) {
+	t.Helper()
+	resp, err := http.Get(base + objectserver.HealthPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	many := resp.Header.Get("X-Agentkernel-Objects") == "many"
+	if want := objInitLangs()[lang].manyObjects; many != want {
+		t.Fatalf("the %s helper serves many objects = %v, but objInitLangs()[%q].manyObjects = %v; make them agree", lang, many, lang, want)
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offered := bytes.Contains(readme, []byte(`# isolation = "class"`)); offered != many {
+		t.Errorf("README.md offers isolation = \"class\": %v, want %v", offered, many)
+	}
+	if !many {
+		return
+	}
+	do := func(method, path, id, body string) string {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(objectserver.HeaderObjectClass, "tally")
+		req.Header.Set(objectserver.HeaderObjectID, id)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode/100 != 2 {
+			t.Fatalf("%s %s for %s: %d %s %v", method, path, id, resp.StatusCode, b, err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	do(http.MethodPost, objectserver.StoragePath, "user-1", `{"count": 10}`)
+	do(http.MethodPost, objectserver.StoragePath, "user-2", `{}`)
+	for _, c := range []struct{ path, id, body, want string }{
+		{"/increment", "user-1", `{"amount": 5}`, `{"value":15}`},
+		{"/increment", "user-2", `{"amount": 1}`, `{"value":1}`},
+		{"/get", "user-1", ``, `{"value":15}`},
+		{objectserver.StoragePath, "user-2", ``, `{"count":1}`},
+	} {
+		method := http.MethodPost
+		if c.path == objectserver.StoragePath {
+			method = http.MethodGet
+		}
+		if got := do(method, c.path, c.id, c.body); got != c.want {
+			t.Errorf("%s %s for %s: %s, want %s", method, c.path, c.id, got, c.want)
+		}
+	}
 }
 
 func TestObjectInitFiles(t *testing.T) {

@@ -19,6 +19,11 @@ daemon's protocol on 127.0.0.1:9333 (or $AGENTKERNEL_OBJECT_PORT)::
 A handler gets (ctx, args) and returns any JSON value. Raising ObjectError
 (message, status=...) fails the call with that status; any other exception
 is a 500. The daemon passes both through to the caller.
+
+One server serves one object (isolation = "object") or many objects of its
+class (isolation = "class"): storage is kept per object id, and ctx.storage
+is always the storage of the object the call is for, so the same code works
+in both modes. Calls to different objects may run at the same time.
 """
 
 import json
@@ -42,6 +47,9 @@ H_ALARM_ID = "X-Agentkernel-Alarm-Id"
 H_ALARM_RETRY_COUNT = "X-Agentkernel-Alarm-Retry-Count"
 H_ALARM_IS_RETRY = "X-Agentkernel-Alarm-Is-Retry"
 H_ENVELOPE = "X-Agentkernel-Envelope"
+# Sent on GET /__health: this server keeps storage per object id, so the
+# daemon may send it many objects (isolation = "class").
+H_OBJECTS = "X-Agentkernel-Objects"
 
 
 class ObjectError(Exception):
@@ -72,8 +80,9 @@ class Alarm:
 
 
 class _Store:
-    """The object's storage shared by all calls; values kept as JSON text so
-    a handler never aliases stored data."""
+    """One object's storage shared by all its calls; values kept as JSON text
+    so a handler never aliases stored data. The lock is this object's only:
+    calls to other objects never wait on it."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -170,12 +179,72 @@ def address():
     return ("127.0.0.1", int(os.environ.get(PORT_ENV) or DEFAULT_PORT))
 
 
+class _Stores:
+    """The storage of every object this server holds, by object id (a request
+    without X-Agentkernel-Object-Id is the object "").
+
+    Daemons from before isolation = "class" name the object on method calls
+    but not on /__storage, and give a server one object. So until a
+    /__storage request names an object, the first object called shares its
+    storage with the object "" that header-less /__storage requests address.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()  # guards the fields below, not the stores
+        self._by_id = {}
+        self._named = False  # a /__storage request has named an object
+        self._bound = None  # the object sharing ""'s storage until then
+
+    def _open(self, object_id):
+        store = self._by_id.get(object_id)
+        if store is None:
+            store = self._by_id[object_id] = _Store()
+        return store
+
+    def _storage_request(self, object_id):
+        if object_id and not self._named:
+            self._named = True
+            if self._bound is not None:
+                self._by_id.pop("", None)  # the bound object keeps the storage
+                self._bound = None
+
+    def for_call(self, object_id):
+        """The store a method call of the object uses, created empty."""
+        with self._lock:
+            if object_id and not self._named and self._bound is None:
+                self._bound = object_id
+                self._by_id[object_id] = self._open("")
+            return self._open(object_id)
+
+    def get(self, object_id):
+        """The object's store for GET /__storage, or None when not held."""
+        with self._lock:
+            self._storage_request(object_id)
+            return self._by_id.get(object_id)
+
+    def open(self, object_id):
+        """The object's store for POST /__storage, created empty."""
+        with self._lock:
+            self._storage_request(object_id)
+            return self._open(object_id)
+
+    def forget(self, object_id):
+        """Drop the object's storage (its calls still running keep theirs)."""
+        with self._lock:
+            self._storage_request(object_id)
+            self._by_id.pop(object_id, None)
+            if self._bound is not None and object_id in ("", self._bound):
+                self._by_id.pop("", None)
+                self._by_id.pop(self._bound, None)
+                self._bound = None
+
+
 class ObjectServer:
     """Dispatches the daemon's calls to registered methods."""
 
     def __init__(self):
         self._methods = {}
-        self._store = _Store()
+        self._stores = _Stores()
 
     def method(self, name, fn=None):
         """Register fn(ctx, args) under name; usable as a decorator."""
@@ -210,7 +279,7 @@ class ObjectServer:
 
     def _call(self, name, headers, body):
         """Run one call; returns (status, extra headers, body bytes)."""
-        storage = Storage(self._store)
+        storage = Storage(self._stores.for_call(headers.get(H_OBJECT_ID, "")))
         ctx = Context(name, headers, storage)
         extra = {H_ENVELOPE: "1"} if ctx.mode == MODE_WRITE_THROUGH else {}
         status, field, value = 200, "result", None
@@ -281,12 +350,16 @@ class ObjectServer:
             def _path(self):
                 return self.path.split("?", 1)[0]
 
+            def _object_id(self):
+                return self.headers.get(H_OBJECT_ID, "")
+
             def do_GET(self):
                 path = self._path()
                 if path == "/__health":
-                    self._send(200, b'{"ok":true}')
+                    self._send(200, b'{"ok":true}', {H_OBJECTS: "many"})
                 elif path == "/__storage":
-                    self._send(200, obj._store.dump().encode("utf-8"))
+                    store = obj._stores.get(self._object_id())
+                    self._send(200, store.dump().encode("utf-8") if store else b"{}")
                 else:
                     self._body()
                     self._error(405, "method not allowed; use POST", {"Allow": "POST"})
@@ -307,17 +380,27 @@ class ObjectServer:
                     if not isinstance(data, dict):
                         self._error(400, "restore storage: body must be a JSON object of key to value")
                         return
-                    obj._store.replace(data)
+                    obj._stores.open(self._object_id()).replace(data)
                     self._send(200, b'{"ok":true}')
                 else:
                     status, extra, out = obj._call(unquote(path[1:]), self.headers, body)
                     self._send(status, out, extra)
 
+            def do_DELETE(self):
+                path = self._path()
+                self._body()
+                if path == "/__storage":
+                    obj._stores.forget(self._object_id())
+                    self.send_response(204)
+                    self.end_headers()
+                else:
+                    self._error(405, "method not allowed")
+
             def _not_allowed(self):
                 self._body()
                 self._error(405, "method not allowed")
 
-            do_PUT = do_DELETE = do_PATCH = _not_allowed
+            do_PUT = do_PATCH = _not_allowed
 
         return Handler
 

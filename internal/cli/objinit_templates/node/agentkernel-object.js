@@ -17,6 +17,11 @@
 // A handler gets (ctx, args) and returns a JSON value or a Promise of one.
 // Throwing ObjectError(message, status) fails the call with that status; any
 // other error is a 500. The daemon passes both through to the caller.
+//
+// One server serves one object (isolation = "object") or many objects of its
+// class (isolation = "class"): storage is kept per object id, and ctx.storage
+// is always the storage of the object the call is for, so the same code works
+// in both modes. Calls to different objects may be in flight at once.
 
 const http = require("http");
 
@@ -34,6 +39,9 @@ const H = {
   alarmRetryCount: "x-agentkernel-alarm-retry-count",
   alarmIsRetry: "x-agentkernel-alarm-is-retry",
   envelope: "X-Agentkernel-Envelope",
+  // Sent on GET /__health: this server keeps storage per object id, so the
+  // daemon may send it many objects (isolation = "class").
+  objects: "X-Agentkernel-Objects",
 };
 
 // A method failure with the HTTP status the caller should see.
@@ -58,7 +66,7 @@ class CallDoneError extends Error {
 // recorded in order for write-through mode.
 class Storage {
   constructor(store) {
-    this._store = store; // Map of key -> JSON text, shared by all calls
+    this._store = store; // Map of key -> JSON text, shared by all the object's calls
     this._writes = [];
     this._done = false;
   }
@@ -116,7 +124,16 @@ function address() {
 class ObjectServer {
   constructor() {
     this._methods = new Map();
-    this._store = new Map();
+    // Object id -> Map of key -> JSON text. A request without
+    // X-Agentkernel-Object-Id is the object "".
+    this._stores = new Map();
+    // Daemons from before isolation = "class" name the object on method
+    // calls but not on /__storage, and give a server one object. So until a
+    // /__storage request names an object (_named), the first object called
+    // (_bound) shares its storage with the object "" that header-less
+    // /__storage requests address.
+    this._named = false;
+    this._bound = null;
   }
 
   // Register fn(ctx, args) under name.
@@ -161,11 +178,29 @@ class ObjectServer {
     const path = decodeURIComponent(req.url.split("?")[0]);
     if (path === "/__health") {
       if (req.method !== "GET") return notAllowed("GET");
-      return [200, '{"ok":true}'];
+      return [200, '{"ok":true}', { [H.objects]: "many" }];
     }
     if (path === "/__storage") {
-      if (req.method === "GET") return [200, this._dump()];
-      if (req.method !== "POST") return notAllowed("GET, POST");
+      if (!["GET", "POST", "DELETE"].includes(req.method)) return notAllowed("GET, POST, DELETE");
+      const id = req.headers[H.objectId] || "";
+      if (id !== "" && !this._named) {
+        this._named = true;
+        if (this._bound !== null) {
+          this._stores.delete(""); // the bound object keeps the storage
+          this._bound = null;
+        }
+      }
+      if (req.method === "GET") return [200, dump(this._stores.get(id))];
+      if (req.method === "DELETE") {
+        // Forget the object; calls of it still running keep their Map.
+        this._stores.delete(id);
+        if (this._bound !== null && (id === "" || id === this._bound)) {
+          this._stores.delete("");
+          this._stores.delete(this._bound);
+          this._bound = null;
+        }
+        return [204, ""];
+      }
       let data;
       try {
         data = body.trim() === "" ? null : JSON.parse(body);
@@ -179,20 +214,32 @@ class ObjectServer {
       const entries = Object.entries(data).map(([k, v]) => [k, JSON.stringify(v)]);
       // Refill the same Map (no await in between, so atomically): calls still
       // running hold a Storage over it and must see the restored data.
-      this._store.clear();
-      for (const [k, raw] of entries) this._store.set(k, raw);
+      const store = this._open(id);
+      store.clear();
+      for (const [k, raw] of entries) store.set(k, raw);
       return [200, '{"ok":true}'];
     }
     if (req.method !== "POST") return notAllowed("POST");
     return this._call(path.slice(1), req.headers, body);
   }
 
-  _dump() {
-    return "{" + [...this._store].map(([k, raw]) => JSON.stringify(k) + ":" + raw).join(",") + "}";
+  // The object's Map, created empty on first use.
+  _open(id) {
+    let store = this._stores.get(id);
+    if (store === undefined) {
+      store = new Map();
+      this._stores.set(id, store);
+    }
+    return store;
   }
 
   async _call(name, headers, body) {
-    const storage = new Storage(this._store);
+    const id = headers[H.objectId] || "";
+    if (id !== "" && !this._named && this._bound === null) {
+      this._bound = id;
+      this._stores.set(id, this._open(""));
+    }
+    const storage = new Storage(this._open(id));
     const mode = headers[H.storageMode] === MODE_WRITE_THROUGH ? MODE_WRITE_THROUGH : MODE_SNAPSHOT;
     const ctx = {
       method: name,
@@ -240,9 +287,20 @@ class ObjectServer {
 }
 
 function send(res, status, body, extra) {
+  if (status === 204) {
+    res.writeHead(204, extra || {});
+    res.end();
+    return;
+  }
   const buf = Buffer.from(body, "utf8");
   res.writeHead(status, Object.assign({ "Content-Type": "application/json", "Content-Length": buf.length }, extra || {}));
   res.end(buf);
+}
+
+// dump is an object's whole storage as JSON ({} for one this server lacks).
+function dump(store) {
+  if (store === undefined) return "{}";
+  return "{" + [...store].map(([k, raw]) => JSON.stringify(k) + ":" + raw).join(",") + "}";
 }
 
 function notAllowed(allow) {
