@@ -100,11 +100,11 @@ pids_matching() {
 	local -A parent=() doomed=()
 	for d in /proc/[0-9]*; do
 		pid="${d#/proc/}"
-		stat="$(cat "$d/stat" 2>/dev/null)" || continue
+		stat="$({ cat "$d/stat"; } 2>/dev/null)" || continue
 		rest="${stat##*) }"
 		read -r _ p _ <<<"$rest"
 		parent[$pid]="$p"
-		cmd="$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null)" || continue
+		cmd="$({ tr '\0' ' ' <"$d/cmdline"; } 2>/dev/null)" || continue
 		case "$cmd" in *"$match"*) doomed[$pid]=1 ;; esac
 	done
 	[ ${#doomed[@]} -gt 0 ] || return 0

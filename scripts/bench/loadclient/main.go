@@ -263,10 +263,15 @@ func runCmd(args []string) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			from := len(results[i].lat)
 			calls, elapsed := loop(ctx, hc, s, ids, f.concurrency, f.duration, results[i], seen[i])
 			r := float64(calls) / elapsed.Seconds()
 			results[i].turnRate = append(results[i].turnRate, r)
-			fmt.Fprintf(os.Stderr, "  %s: turn %d %s: %d calls in %.2fs = %.0f calls/s\n", f.name, turn+1, s.name, calls, elapsed.Seconds(), r)
+			var slowest time.Duration
+			if from < len(results[i].lat) {
+				slowest = slices.Max(results[i].lat[from:])
+			}
+			fmt.Fprintf(os.Stderr, "  %s: turn %d %s: %d calls in %.2fs = %.0f calls/s, slowest %s ms\n", f.name, turn+1, s.name, calls, elapsed.Seconds(), r, ms(slowest))
 		}
 	}
 	if err := ctx.Err(); err != nil {
