@@ -26,7 +26,10 @@
 #     tenant's API key made with the CLI;
 #   - rows: one hot object (snapshot, write-through; workerd: its default
 #     durable storage), and --objects warmed objects (every object called
-#     once first, then measured) per storage mode. The many-object rows each
+#     once first, then measured) per storage mode. Before every turn the
+#     client calls each object of that system once, untimed: workerd evicts
+#     a Durable Object idle for ~10 s, which the other system's turn would
+#     otherwise cause (agentkernel's idle timeout is 300 s). The many-object rows each
 #     start both systems fresh and measure PSS (/proc/<pid>/smaps_rollup):
 #     idle before warming, and after the row — workerd's processes against
 #     the daemon plus every sandbox process (the daemon's children and any

@@ -8,7 +8,10 @@
 //
 // warms every object on both systems (one call each), then runs T turns of
 // each system alternately (agentkernel, workerd, agentkernel, workerd, … —
-// "A B A B"), each turn a closed loop of C callers for D, every caller
+// "A B A B"), each turn preceded by one untimed call to every object of
+// that system (workerd evicts a Durable Object idle for ~10 s, so without
+// it the other system's turn would leave workerd's objects cold) and
+// itself a closed loop of C callers for D, every caller
 // sending `increment` to the next object round robin and waiting for the
 // answer before sending the next. It prints one markdown table row (calls/s,
 // p50, p99 per system, the ratio agentkernel/workerd) on stdout and per-turn
@@ -262,6 +265,17 @@ func runCmd(args []string) error {
 		for i, s := range systems {
 			if err := ctx.Err(); err != nil {
 				return err
+			}
+			// Every turn starts with every object live on its system:
+			// workerd evicts a Durable Object idle for about 10 s, which
+			// the other system's turn would otherwise cause (agentkernel's
+			// idle timeout is 300 s). Untimed.
+			if turn > 0 || i > 0 {
+				t0 := time.Now()
+				if err := warm(ctx, hc, s, ids, f.concurrency); err != nil {
+					return fmt.Errorf("%s: re-warming %d objects: %w", s.name, len(ids), err)
+				}
+				fmt.Fprintf(os.Stderr, "  %s: turn %d %s: re-warmed in %.1fs\n", f.name, turn+1, s.name, time.Since(t0).Seconds())
 			}
 			from := len(results[i].lat)
 			calls, elapsed := loop(ctx, hc, s, ids, f.concurrency, f.duration, results[i], seen[i])
