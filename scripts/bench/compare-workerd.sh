@@ -170,7 +170,9 @@ remove_cgroups() {
 	done
 	[ ${#ids[@]} -gt 0 ] || return 0
 	while IFS= read -r d; do
-		[ -n "${ids[${d##*/}]:-}" ] && rmdir "$d" 2>/dev/null || true
+		if [ -n "${ids[${d##*/}]:-}" ]; then
+			rmdir "$d" 2>/dev/null || true
+		fi
 	done < <(find /sys/fs/cgroup -maxdepth 7 -type d -name 'sbx_*' 2>/dev/null)
 }
 
@@ -433,7 +435,12 @@ done
 # ---------------------------------------------------------------- report
 echo
 echo "Command: scripts/bench/compare-workerd.sh --duration $duration --concurrency $concurrency --objects $objects --isolation $isolation --turns $turns --rows $rows$([ "$ak_only" = 1 ] && echo ' --agentkernel-only')"
-echo "agentkernel $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), isolation = \"$isolation\", default limits; $([ "$ak_only" = 1 ] && echo 'workerd not run' || echo "$wd_version (npm workerd@$WORKERD_VERSION), compatibility date $COMPAT_DATE, SQLite-backed Durable Object on local disk")"
+if [ "$ak_only" = 1 ]; then
+	wd_desc="workerd not run"
+else
+	wd_desc="$wd_version (npm workerd@$WORKERD_VERSION), compatibility date $COMPAT_DATE, SQLite-backed Durable Object on local disk"
+fi
+echo "agentkernel $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), isolation = \"$isolation\", default limits; $wd_desc"
 echo "$concurrency closed-loop callers, $turns turns of $duration per system alternating (A B A B), $(nproc) CPUs"
 echo
 echo "| row | agentkernel calls/s (per turn) | agentkernel p50 / p99 ms | workerd calls/s (per turn) | workerd p50 / p99 ms | agentkernel / workerd calls/s (p50) |"
