@@ -36,6 +36,9 @@
 #     process whose command line names its home, with descendants);
 #   - prints markdown tables ready for BENCHMARKS.md, and `uptime` before and
 #     after each row.
+# Durability differs (see BENCHMARKS.md): workerd fsyncs every write;
+# agentkernel's SQLite store commits with synchronous=NORMAL (survives a
+# crash of the daemon, not of the OS).
 # Everything it starts (workerd, the daemon, sandboxes, their cgroups, the
 # temp dir) is stopped and removed on exit, Ctrl-C and failure included.
 set -euo pipefail
