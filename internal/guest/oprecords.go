@@ -23,12 +23,13 @@ import (
 // daemon snapshots with the workspace at hibernation and restores with the
 // sandbox, so the record outlives this guest:
 //
-//	ops/<op_id>/             created and made durable before the command starts
-//	ops/<op_id>/accepted     what was accepted (informational, made durable with the result)
-//	ops/<op_id>/result.json  written atomically and durably when it ends
+//	ops/<op_id>/             created (durably, see below) before the command starts
+//	ops/<op_id>/accepted     what was accepted (informational)
+//	ops/<op_id>/result.json  written atomically (and durably) when it ends
+//	ops/boot                 the boot whose records need no fsync (see below)
 //
-// The op's directory is the acceptance: its entry in ops/ is fsynced
-// before the command starts, and that one fsync is all an acceptance
+// The op's directory is the acceptance. Where the boot id cannot be read,
+// its entry in ops/ is fsynced before the command starts, and that one fsync is all an acceptance
 // costs — shared by the acceptances made while it waits (group commit,
 // see accept). A result costs two (the file, then its directory) that share one
 // journal commit (see writeRecord). Fsyncs are
