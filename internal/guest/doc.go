@@ -89,7 +89,8 @@
 // An exec with an op_id (^op_[0-9a-f]{16,64}$, the op journal's id of the
 // tool call, seed 003) is recorded in the runtime dir (--runtime-dir,
 // /.agentkernel/runtime in a sandbox), under ops/<op_id>/: "accepted" is
-// written and fsynced (file and directories) before the command starts,
+// written before the command starts (durable against a machine crash
+// once per boot, see oprecords.go),
 // and result.json (exit code, timed_out, duration, the first MiB of stdout
 // and stderr with truncated flags) is written atomically when it ends,
 // before the last frame is sent. The daemon snapshots the runtime dir with

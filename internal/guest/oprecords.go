@@ -4,13 +4,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Durable op records (seed 003). An exec that carries an op id is recorded
@@ -18,12 +23,13 @@ import (
 // daemon snapshots with the workspace at hibernation and restores with the
 // sandbox, so the record outlives this guest:
 //
-//	ops/<op_id>/             created and made durable before the command starts
-//	ops/<op_id>/accepted     what was accepted (informational, made durable with the result)
-//	ops/<op_id>/result.json  written atomically and durably when it ends
+//	ops/<op_id>/             created (durably, see below) before the command starts
+//	ops/<op_id>/accepted     what was accepted (informational)
+//	ops/<op_id>/result.json  written atomically (and durably) when it ends
+//	ops/boot                 the boot whose records need no fsync (see below)
 //
-// The op's directory is the acceptance: its entry in ops/ is fsynced
-// before the command starts, and that one fsync is all an acceptance
+// The op's directory is the acceptance. Where the boot id cannot be read,
+// its entry in ops/ is fsynced before the command starts, and that one fsync is all an acceptance
 // costs — shared by the acceptances made while it waits (group commit,
 // see accept). A result costs two (the file, then its directory) that share one
 // journal commit (see writeRecord). Fsyncs are
@@ -34,6 +40,21 @@ import (
 // the command never ran, a running op is reattached to, and an accepted op
 // with no result that this guest is not running died with an earlier guest
 // (accepted_gone): it may have run, so it must never be re-run blindly.
+//
+// Records within one boot of the kernel. A record written without an
+// fsync is lost only if the kernel's page cache is: a daemon, a guest or a
+// whole sandbox killed -9 leaves it readable to the next guest, and only
+// the machine's end (power loss, kernel crash) can take it. So the fsyncs
+// are spent once per boot instead of twice per call: ops/boot names the
+// kernel boot (/proc/sys/kernel/random/boot_id) whose records may not be
+// on disk, written durably before the first record of that boot. A guest
+// that finds another boot's name there knows an earlier boot may have
+// lost records, and from then on (ops/boot says "unsure", for every later
+// guest too) it answers GET /ops for an op it has no record of as
+// accepted_gone — it may have run before the machine went down — instead
+// of unknown; an exec of a new op id is still accepted. A result that was
+// lost reads as accepted_gone as it always did. Without a readable boot
+// id the guest makes every record durable before it answers, as before.
 
 const (
 	// runtimeDirName is where earlier versions kept the runtime's records,
@@ -43,7 +64,24 @@ const (
 	opsDir         = "ops"
 	// maxOpOutput bounds each stream kept in result.json (its head).
 	maxOpOutput = 1 << 20
+	// bootFile, in ops/, names the boot whose records need no fsync.
+	bootFile = "boot"
+	// bootUnsure marks, after the boot id in bootFile, an ops/ an earlier
+	// boot may have lost records of.
+	bootUnsure = "unsure"
 )
+
+// bootIDPath is the kernel's id of the current boot (a random UUID).
+var bootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// readBootID is the current boot's id, "" when it cannot be read.
+func readBootID() string {
+	b, err := os.ReadFile(bootIDPath)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
 
 var opIDPattern = regexp.MustCompile(`^op_[0-9a-f]{16,64}$`)
 
@@ -89,10 +127,26 @@ type opTable struct {
 	acceptSync groupSync
 	// syncOps makes ops/'s entries durable (tests replace it).
 	syncOps func() error
+
+	// bootID reads the current boot's id (tests replace it).
+	bootID func() string
+	// booted: ops/boot was read (and written) for this guest; then lazy
+	// says records need no fsync (this boot is named in ops/boot) and
+	// unsure that an earlier boot may have lost records.
+	booted, lazy, unsure bool
+	// spares are the spare op directories ready (see acceptSpare);
+	// refilling says a goroutine is making the missing ones.
+	spares    []string
+	refilling bool
+	bg        sync.WaitGroup // the refill goroutine
 }
 
+// wait waits for the background work on the records (a guest that shuts
+// down leaves nothing half made that it could finish).
+func (t *opTable) wait() { t.bg.Wait() }
+
 func newOpTable(runtimeDir string, now func() time.Time, log *slog.Logger) *opTable {
-	t := &opTable{dir: runtimeDir, now: now, log: log, running: map[string]chan struct{}{}}
+	t := &opTable{dir: runtimeDir, now: now, log: log, running: map[string]chan struct{}{}, bootID: readBootID}
 	t.syncOps = func() error {
 		return withRuntimeRoot(t.dir, func(root *os.Root) error { return syncDir(root, opsDir) })
 	}
@@ -129,7 +183,11 @@ func (t *opTable) accept(id string, c *command) error {
 		return err
 	}
 	t.running[id] = make(chan struct{})
+	lazy := t.lazy
 	t.mu.Unlock()
+	if lazy {
+		return nil
+	}
 	if err := t.acceptSync.sync(t.syncOps); err != nil {
 		// Not durable: never accepted, so never run.
 		t.abandon(id)
@@ -180,9 +238,15 @@ func (t *opTable) status(id string) (st OpStatus, wait <-chan struct{}, err erro
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st, err = t.statusLocked(id)
+	if err == nil && st.State == OpStateUnknown && t.unsure {
+		// An earlier boot may have accepted it and lost the record.
+		st.State = OpStateAcceptedGone
+	}
 	return st, t.running[id], err
 }
 
+// statusLocked is what this guest's records say of the op (for accept:
+// no record is unknown, whatever an earlier boot lost).
 func (t *opTable) statusLocked(id string) (OpStatus, error) {
 	st := OpStatus{OpID: id, State: OpStateUnknown}
 	if _, ok := t.running[id]; ok {
@@ -190,6 +254,9 @@ func (t *opTable) statusLocked(id string) (OpStatus, error) {
 		return st, nil
 	}
 	err := withRuntimeRoot(t.dir, func(root *os.Root) error {
+		if err := t.bootLocked(root); err != nil {
+			return err
+		}
 		dir := path.Join(opsDir, id)
 		b, err := root.ReadFile(path.Join(dir, "result.json"))
 		switch {
@@ -224,6 +291,11 @@ func (t *opTable) statusLocked(id string) (OpStatus, error) {
 // own; finish's fsync of the directory makes it durable.
 func (t *opTable) writeAccepted(id string, data []byte) error {
 	return withRuntimeRoot(t.dir, func(root *os.Root) error {
+		if t.lazy {
+			if ok, err := t.acceptSpare(root, id, data); ok || err != nil {
+				return err
+			}
+		}
 		if err := mkdirDurable(root, opsDir); err != nil {
 			return err
 		}
@@ -280,11 +352,238 @@ func (t *opTable) writeRecord(id, name string, data []byte) error {
 			_ = root.Remove(tmp)
 			return err
 		}
+		if t.lazyRecords() {
+			return nil
+		}
 		if err := f.Sync(); err != nil {
 			return err
 		}
 		return syncDir(root, dir)
 	})
+}
+
+// Spare op directories. Creating a file or directory on a journalling
+// file system waits for the journal (on this project's machines about
+// half a millisecond each, more while others fsync), and a record costs
+// three: the op's directory, its accepted file, its result's temp file.
+// Renaming and writing into existing files costs far less. So a guest
+// whose records need no fsync keeps a few op directories made ahead of
+// need, each with its (empty) accepted file and result temp file:
+// ops/.spare-0 … ops/.spare-<numSpares-1> (never an op id). Acceptance
+// renames one to the op's id (RENAME_NOREPLACE: an op directory already
+// there is never replaced) and fills its accepted file; the result goes
+// into the temp file, renamed into place as always. A background
+// goroutine makes the used spare again. Fixed names, so a guest that dies
+// leaves at most numSpares of them, which the next one takes up.
+const (
+	sparePrefix = ".spare-"
+	numSpares   = 4
+)
+
+// acceptSpare makes op id's directory from a spare (the caller holds
+// t.mu). ok is false when no spare was ready: the caller makes it.
+func (t *opTable) acceptSpare(root *os.Root, id string, data []byte) (ok bool, err error) {
+	if len(t.spares) == 0 {
+		t.refillSpares()
+		return false, nil
+	}
+	name := t.spares[len(t.spares)-1]
+	t.spares = t.spares[:len(t.spares)-1]
+	defer t.refillSpares()
+	ops, err := root.Open(opsDir)
+	if err != nil {
+		return false, nil
+	}
+	defer ops.Close()
+	fd := int(ops.Fd())
+	if err := unix.Renameat2(fd, name, fd, id, unix.RENAME_NOREPLACE); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return false, fs.ErrExist // ours or not, not to be replaced
+		}
+		return false, nil // RENAME_NOREPLACE unsupported, or the spare went: make the directory
+	}
+	f, err := root.OpenFile(path.Join(opsDir, id, "accepted"), os.O_WRONLY|os.O_TRUNC, 0)
+	if err == nil {
+		_, err = f.Write(data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	// The directory is the acceptance; a spare without its accepted file
+	// (the sandbox took it) loses only the informational record.
+	if err != nil {
+		t.log.Debug("guest: accepted record of a spare not written", "op_id", id, "err", err)
+	}
+	return true, nil
+}
+
+// refillSpares starts making the missing spares in the background (the
+// caller holds t.mu).
+func (t *opTable) refillSpares() {
+	if t.refilling {
+		return
+	}
+	t.refilling = true
+	t.bg.Add(1)
+	go func() {
+		defer t.bg.Done()
+		for {
+			t.mu.Lock()
+			name, need := t.missingSpareLocked()
+			if !need {
+				t.refilling = false
+				t.mu.Unlock()
+				return
+			}
+			t.mu.Unlock()
+			err := withRuntimeRoot(t.dir, func(root *os.Root) error { return makeSpare(root, name) })
+			t.mu.Lock()
+			if err == nil {
+				t.spares = append(t.spares, name)
+			}
+			t.mu.Unlock()
+			if err != nil {
+				t.log.Debug("guest: spare op directory not made", "spare", name, "err", err)
+				t.mu.Lock()
+				t.refilling = false
+				t.mu.Unlock()
+				return
+			}
+		}
+	}()
+}
+
+// missingSpareLocked names a spare that is not ready.
+func (t *opTable) missingSpareLocked() (string, bool) {
+	ready := map[string]bool{}
+	for _, n := range t.spares {
+		ready[n] = true
+	}
+	for i := range numSpares {
+		if n := sparePrefix + strconv.Itoa(i); !ready[n] {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// makeSpare makes ops/<name> with an empty accepted file and result temp
+// file, taking up what an earlier guest left of it.
+func makeSpare(root *os.Root, name string) error {
+	if err := mkdirDurable(root, opsDir); err != nil {
+		return err
+	}
+	dir := path.Join(opsDir, name)
+	if err := root.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	for _, f := range []string{"accepted", ".result.json.tmp"} {
+		h, err := root.OpenFile(path.Join(dir, f), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return err
+		}
+		if err := h.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lazyRecords says records need no fsync (see bootLocked).
+func (t *opTable) lazyRecords() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lazy
+}
+
+// bootLocked reads ops/boot once per guest (the caller holds t.mu): this
+// boot named there means records need no fsync; another boot named there
+// means that boot's unsynced records may be lost, which ops/boot then says
+// for good ("unsure"). ops/boot names this boot, durably, before any
+// record is written without an fsync. No ops/boot: every record there was
+// made durable (by a guest that fsynced each), so none was lost.
+func (t *opTable) bootLocked(root *os.Root) error {
+	if t.booted {
+		return nil
+	}
+	cur := t.bootID()
+	name := path.Join(opsDir, bootFile)
+	prev, unsure, err := readBootFile(root, name)
+	if err != nil {
+		return err
+	}
+	if prev != "" && prev != cur {
+		unsure = true
+	}
+	if cur != "" && prev != cur {
+		// Name this boot (ops/boot naming it already says unsure if it
+		// must: it was written so).
+		line := cur
+		if unsure {
+			line += " " + bootUnsure
+		}
+		if err := writeDurable(root, name, []byte(line+"\n")); err != nil {
+			return fmt.Errorf("record the boot of op records: %w", err)
+		}
+	}
+	t.booted, t.lazy, t.unsure = true, cur != "", unsure
+	if t.lazy {
+		t.refillSpares()
+	}
+	return nil
+}
+
+// readBootFile reads ops/boot: the boot id it names ("" when there is
+// none) and whether it says unsure. The sandbox can write the file: it
+// decides only how its own records are kept, and is read bounded.
+func readBootFile(root *os.Root, name string) (boot string, unsure bool, err error) {
+	f, err := root.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 256))
+	if err != nil {
+		return "", false, err
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		// Torn: written without its fsync finishing. Another boot.
+		return "-", true, nil
+	}
+	return fields[0], len(fields) > 1 && fields[1] == bootUnsure, nil
+}
+
+// writeDurable replaces name with data: temp file, fsync, rename, fsync
+// of the directory (made durably if missing).
+func writeDurable(root *os.Root, name string, data []byte) error {
+	dir := path.Dir(name)
+	if err := mkdirDurable(root, dir); err != nil {
+		return err
+	}
+	tmp := path.Join(dir, "."+path.Base(name)+".tmp")
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = root.Remove(tmp)
+		return err
+	}
+	return syncDir(root, dir)
 }
 
 // withRuntimeRoot runs fn on an os.Root of the runtime dir (made if

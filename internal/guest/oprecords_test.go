@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -338,8 +339,14 @@ func TestListDirHidesRuntimeDir(t *testing.T) {
 	}
 	// By path it stays reachable, for the runtime's own tools.
 	list, err := c.ListDir(ctx, ".agentkernel/ops")
-	if err != nil || len(list) != 1 || list[0].Name != id {
-		t.Fatalf("ListDir(.agentkernel/ops) = %+v, %v", list, err)
+	var names []string
+	for _, fi := range list {
+		if !strings.HasPrefix(fi.Name, sparePrefix) {
+			names = append(names, fi.Name)
+		}
+	}
+	if err != nil || strings.Join(names, " ") != bootFile+" "+id {
+		t.Fatalf("ListDir(.agentkernel/ops) = %v, %v; want the boot file and the op", names, err)
 	}
 	if _, err := c.ReadFileMax(ctx, ".agentkernel/ops/"+id+"/accepted", 1<<20); err != nil {
 		t.Fatalf("ReadFile of the accepted record: %v", err)
@@ -393,5 +400,210 @@ func TestOpTornResultIsAcceptedGone(t *testing.T) {
 	mustOpExists(t, err, OpStateAcceptedGone)
 	if b, _ := os.ReadFile(filepath.Join(work, "log")); string(b) != "run\n" {
 		t.Fatalf("log = %q: the op must run once", b)
+	}
+}
+
+// opTableOnBoot is an op table over dir as a guest on the given boot
+// ("" = the boot id cannot be read) sees it.
+func opTableOnBoot(dir, boot string) *opTable {
+	t := newOpTable(dir, time.Now, slog.New(slog.DiscardHandler))
+	t.bootID = func() string { return boot }
+	return t
+}
+
+// newOpTableOnBoot is opTableOnBoot whose background work ends with the
+// test.
+func newOpTableOnBoot(tb testing.TB, dir, boot string) *opTable {
+	ops := opTableOnBoot(dir, boot)
+	tb.Cleanup(ops.wait)
+	return ops
+}
+
+// runOp accepts and finishes op id on t.
+func runOp(t *testing.T, ops *opTable, dir, id string) {
+	t.Helper()
+	if err := ops.accept(id, &command{argv: []string{"true"}, dir: dir}); err != nil {
+		t.Fatalf("accept %s: %v", id, err)
+	}
+	ops.finish(id, OpResult{ExitCode: 0, Stdout: []byte(id)})
+}
+
+func opState(t *testing.T, ops *opTable, id string) OpStatus {
+	t.Helper()
+	st, _, err := ops.status(id)
+	if err != nil {
+		t.Fatalf("status %s: %v", id, err)
+	}
+	return st
+}
+
+// Within one boot the records need no fsync: a killed guest (or daemon)
+// leaves them in the page cache, where the next guest reads them. The
+// boot is named durably in ops/boot first.
+func TestOpRecordsOfOneBootNeedNoFsync(t *testing.T) {
+	dir := t.TempDir()
+	first := newOpTableOnBoot(t, dir, "boot-a")
+	for i := range 3 {
+		runOp(t, first, dir, testOpID(i))
+	}
+	if n := first.acceptSync.syncs; n != 0 {
+		t.Fatalf("%d fsyncs of ops/ for acceptances within one boot, want none", n)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, opsDir, bootFile)); err != nil || string(b) != "boot-a\n" {
+		t.Fatalf("ops/boot = %q, %v; want the boot named", b, err)
+	}
+	// The next guest of the same boot: the records are there, an op it
+	// has no record of never ran.
+	second := newOpTableOnBoot(t, dir, "boot-a")
+	if st := opState(t, second, testOpID(1)); st.State != OpStateFinished || string(st.Result.Stdout) != testOpID(1) {
+		t.Fatalf("finished op after a restart within the boot: %+v", st)
+	}
+	if st := opState(t, second, testOpID(9)); st.State != OpStateUnknown {
+		t.Fatalf("never-seen op within the boot: %+v, want unknown", st)
+	}
+}
+
+// After the machine went down, records written without an fsync may be
+// gone: an op the new boot's guest has no record of may have run, so it
+// is accepted_gone (never re-run blindly) — for every later guest too —
+// while a new op id is accepted and runs.
+func TestOpUnknownAfterAnotherBootIsAmbiguous(t *testing.T) {
+	dir := t.TempDir()
+	runOp(t, newOpTableOnBoot(t, dir, "boot-a"), dir, testOpID(1))
+
+	after := newOpTableOnBoot(t, dir, "boot-b")
+	if st := opState(t, after, testOpID(1)); st.State != OpStateFinished {
+		t.Fatalf("a record that survived: %+v, want finished", st)
+	}
+	if st := opState(t, after, testOpID(2)); st.State != OpStateAcceptedGone {
+		t.Fatalf("an op with no record after another boot: %+v, want accepted_gone", st)
+	}
+	runOp(t, after, dir, testOpID(3))
+	if st := opState(t, after, testOpID(3)); st.State != OpStateFinished {
+		t.Fatalf("a new op after another boot: %+v, want it run", st)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, opsDir, bootFile)); string(b) != "boot-b unsure\n" {
+		t.Fatalf("ops/boot = %q, want the new boot and unsure", b)
+	}
+	// A later guest of the same boot still cannot know what boot-a lost.
+	if st := opState(t, newOpTableOnBoot(t, dir, "boot-b"), testOpID(4)); st.State != OpStateAcceptedGone {
+		t.Fatalf("an op with no record, next guest: %+v, want accepted_gone", st)
+	}
+}
+
+// Records of a guest that fsynced each one (no ops/boot) were all durable:
+// nothing was lost, so an op without a record never ran. A guest that
+// cannot read the boot id fsyncs every record, as before.
+func TestOpRecordsWithoutABootFile(t *testing.T) {
+	dir := t.TempDir()
+	durable := newOpTableOnBoot(t, dir, "")
+	runOp(t, durable, dir, testOpID(1))
+	if n := durable.acceptSync.syncs; n != 1 {
+		t.Fatalf("%d fsyncs of ops/ for an acceptance without a boot id, want 1", n)
+	}
+	if _, err := os.Stat(filepath.Join(dir, opsDir, bootFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("ops/boot written without a boot id: %v", err)
+	}
+	next := newOpTableOnBoot(t, dir, "boot-a")
+	if st := opState(t, next, testOpID(2)); st.State != OpStateUnknown {
+		t.Fatalf("an op with no record among durable records: %+v, want unknown", st)
+	}
+	// A boot-a record, then a guest that cannot read the boot id: what
+	// boot-a wrote may be lost for all it knows.
+	runOp(t, next, dir, testOpID(3))
+	if st := opState(t, newOpTableOnBoot(t, dir, ""), testOpID(4)); st.State != OpStateAcceptedGone {
+		t.Fatalf("an op with no record, boot unknown after a lazy boot: %+v, want accepted_gone", st)
+	}
+}
+
+// ops/boot is the sandbox's to write: garbage or a huge file reads as
+// another boot (unsure), never more than its first bytes.
+func TestOpBootFileFromTheSandbox(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, opsDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, opsDir, bootFile), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, opsDir, bootFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 40); err != nil { // sparse: 1 TiB of zeros
+		t.Fatal(err)
+	}
+	f.Close()
+	ops := newOpTableOnBoot(t, dir, "boot-a")
+	if st := opState(t, ops, testOpID(1)); st.State != OpStateAcceptedGone {
+		t.Fatalf("op after a garbage ops/boot: %+v, want accepted_gone", st)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, opsDir, bootFile)); string(b) != "boot-a unsure\n" {
+		t.Fatalf("ops/boot = %q after garbage", b)
+	}
+}
+
+// Within a boot an acceptance takes a spare op directory made ahead of
+// need (a rename, no new file on the call's path), fills in its accepted
+// record, and the spare is made again; a spare is never renamed over an
+// op directory that is already there.
+func TestOpSpareDirectories(t *testing.T) {
+	dir := t.TempDir()
+	ops := newOpTableOnBoot(t, dir, "boot-a")
+	if st := opState(t, ops, testOpID(1)); st.State != OpStateUnknown {
+		t.Fatalf("%+v", st)
+	}
+	ops.wait()
+	spares := func() []string {
+		m, _ := filepath.Glob(filepath.Join(dir, opsDir, sparePrefix+"*"))
+		return m
+	}
+	if n := len(spares()); n != numSpares {
+		t.Fatalf("%d spares made, want %d", n, numSpares)
+	}
+	inodes := map[uint64]bool{}
+	for _, p := range spares() {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inodes[fi.Sys().(*syscall.Stat_t).Ino] = true
+	}
+	runOp(t, ops, dir, testOpID(1))
+	ops.wait()
+	fi, err := os.Stat(filepath.Join(dir, opsDir, testOpID(1)))
+	if err != nil || !inodes[fi.Sys().(*syscall.Stat_t).Ino] {
+		t.Fatalf("the op's directory is not one of the spares: %v", err)
+	}
+	if n := len(spares()); n != numSpares {
+		t.Fatalf("%d spares after an acceptance, want the one taken made again", n)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, opsDir, testOpID(1), "accepted")); err != nil || !strings.Contains(string(b), testOpID(1)) {
+		t.Fatalf("accepted record %q, %v", b, err)
+	}
+	if st := opState(t, newOpTableOnBoot(t, dir, "boot-a"), testOpID(1)); st.State != OpStateFinished || string(st.Result.Stdout) != testOpID(1) {
+		t.Fatalf("op from a spare, in the next guest: %+v", st)
+	}
+
+	// An op directory that appeared after the check (the sandbox's, or
+	// an earlier guest's bare acceptance) is not replaced.
+	id := testOpID(2)
+	if err := os.MkdirAll(filepath.Join(dir, opsDir, id, "mine"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	ops.mu.Lock()
+	ok, err := ops.acceptSpare(root, id, []byte("{}"))
+	ops.mu.Unlock()
+	ops.wait()
+	if ok || !errors.Is(err, os.ErrExist) {
+		t.Fatalf("acceptSpare over an existing op directory = %v, %v; want refused", ok, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, opsDir, id, "mine")); err != nil {
+		t.Fatalf("the existing op directory was replaced: %v", err)
 	}
 }

@@ -251,6 +251,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	_ = agentSrv.Shutdown(shCtx)
 	_ = srv.Shutdown(shCtx)
 	s.procs.wait()
+	s.ops.wait()
 	for range 2 {
 		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return err
