@@ -11,6 +11,7 @@ import (
 	"github.com/agentkernel/agentkernel"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
+	"github.com/agentkernel/agentkernel/internal/object"
 )
 
 // TestSandboxRoundTripThroughSDK: create → exec → stop → start → exec with
@@ -120,6 +121,11 @@ func TestSandboxBadInput(t *testing.T) {
 	}
 	if _, err := admin.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{SleepAfter: "soon"}); !isStatus(err, 422) || !strings.Contains(err.Error(), "sleep_after") {
 		t.Fatalf("bad sleep_after: %v", err)
+	}
+	// agentkernel's own metadata marks (a shared object sandbox's) are not
+	// the API's to set.
+	if _, err := admin.Sandboxes.Create(ctx, agentkernel.SandboxCreateParams{Metadata: map[string]string{object.SharedMetadataKey: "counter/0"}}); !isStatus(err, 422) || !strings.Contains(err.Error(), object.SharedMetadataKey) {
+		t.Fatalf("reserved metadata key: %v", err)
 	}
 	// Path traversal: literal and encoded dots are refused before anything is read.
 	for _, p := range []string{"/v1/sandboxes/" + sb.ID + "/files/a/%2e%2e/%2e%2e/etc/passwd", "/v1/sandboxes/" + sb.ID + "/files/%2E%2E%2Fescape"} {

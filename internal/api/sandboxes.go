@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/guest"
@@ -42,6 +43,10 @@ type runtimeJSON struct {
 	Enforcement   map[string]sandbox.Enforcement `json:"enforcement,omitempty"`
 	Detail        map[string]string              `json:"detail,omitempty"`
 }
+
+// reservedMetadataPrefix starts the sandbox metadata keys only agentkernel
+// sets.
+const reservedMetadataPrefix = "agentkernel."
 
 func toSandboxJSON(in *sandbox.Info) sandboxJSON {
 	lim := in.EffectiveLimits
@@ -162,6 +167,13 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	for k, v := range in.Metadata {
 		if err := firstErr(maxLen("metadata key", k, 64), maxLen("metadata."+k, v, 512)); err != nil {
 			s.writeError(w, r, err)
+			return
+		}
+		// agentkernel's own marks (e.g. a class's shared object sandbox)
+		// are the runtime's to set: a sandbox made through the API must
+		// not pass for one.
+		if strings.HasPrefix(k, reservedMetadataPrefix) {
+			s.writeError(w, r, Errorf(http.StatusUnprocessableEntity, TypeInvalidRequest, "field \"metadata\": key %q: keys starting with %q are reserved for agentkernel", k, reservedMetadataPrefix))
 			return
 		}
 	}
