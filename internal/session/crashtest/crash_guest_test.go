@@ -147,6 +147,12 @@ func killSandbox(t *testing.T, id string) {
 			}
 		}
 	}
+	// Stop them all before killing any: a shell whose sleep is killed
+	// first would run the rest of its command line ("echo done") before
+	// its own SIGKILL lands; a stopped one runs nothing.
+	for pid := range doomed {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
 	for pid := range doomed {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
