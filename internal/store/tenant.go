@@ -15,15 +15,19 @@ type Tenant struct {
 // APIKey is a stored key. Only the sha256 hash of the secret is kept; Prefix
 // is the first characters of the secret, shown to people to tell keys apart.
 type APIKey struct {
-	ID         string
-	TenantID   string
-	Name       string
-	Prefix     string
-	Hash       string // hex sha256 of the full secret
-	Admin      bool
-	CreatedAt  time.Time
-	RevokedAt  *time.Time
-	LastUsedAt *time.Time
+	ID       string
+	TenantID string
+	Name     string
+	Prefix   string
+	Hash     string // hex sha256 of the full secret
+	Admin    bool
+	// EnvironmentID: an environment key (issue 16), scoped to that
+	// self_hosted environment's work queue and its sessions; "" for a
+	// tenant key.
+	EnvironmentID string
+	CreatedAt     time.Time
+	RevokedAt     *time.Time
+	LastUsedAt    *time.Time
 }
 
 // CreateAPIKeyParams creates a key. ID is generated when empty.
@@ -34,6 +38,8 @@ type CreateAPIKeyParams struct {
 	Prefix   string
 	Hash     string
 	Admin    bool
+	// EnvironmentID makes an environment key (see APIKey).
+	EnvironmentID string
 }
 
 // TenantStore holds tenants and API keys.
