@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,8 +43,12 @@ func (s *Service) envNetwork(d envDoc) string {
 	return sandbox.NetworkEgress
 }
 
-// envConfigJSON renders the config in the SDK's BetaCloudConfig shape.
+// envConfigJSON renders the config in the SDK's BetaCloudConfig shape
+// (BetaSelfHostedConfig for a self_hosted one).
 func (s *Service) envConfigJSON(d envDoc) json.RawMessage {
+	if session.ConfigType(d.Config) == "self_hosted" {
+		return json.RawMessage(`{"type":"self_hosted"}`)
+	}
 	var net any = session.ClosedNetworking()
 	switch s.envNetwork(d) {
 	case sandbox.NetworkHost:
@@ -72,12 +78,29 @@ func (s *Service) checkEnvConfig(in Obj, d *envDoc) error {
 	if err != nil {
 		return err
 	}
-	switch typ {
-	case "", "cloud":
-	case "self_hosted":
-		return cfg.NotYet("type", "self_hosted environments need the environment work queue, which agentkernel does not serve yet; sandboxes run on the daemon's host (type cloud)")
-	default:
-		return badRequest("field %q: unknown environment type %q (want cloud)", cfg.Field("type"), typ)
+	if typ == "" {
+		typ = "cloud"
+	}
+	if typ != "cloud" && typ != "self_hosted" {
+		return badRequest("field %q: unknown environment type %q (want cloud or self_hosted)", cfg.Field("type"), typ)
+	}
+	if len(d.Config) > 0 && session.ConfigType(d.Config) != typ {
+		return badRequest("field %q: an environment's type is fixed when it is created (it is %s; create another environment for %s)",
+			cfg.Field("type"), session.ConfigType(d.Config), typ)
+	}
+	if typ == "self_hosted" && s.work == nil {
+		return cfg.NotYet("type", "this daemon serves no environment work queue for self_hosted workers to poll")
+	}
+	if typ == "self_hosted" {
+		// Its sandboxes are the workers' own: the daemon makes none, so
+		// nothing of a cloud config applies.
+		for _, k := range cfg.Keys() {
+			if k != "type" {
+				return badRequest("field %q: a self_hosted environment's config takes only type: its workers run the tools on their own hosts", cfg.Field(k))
+			}
+		}
+		d.Config = json.RawMessage(`{"type":"self_hosted"}`)
+		return nil
 	}
 	stored := map[string]json.RawMessage{}
 	if len(d.Config) > 0 {
@@ -258,4 +281,16 @@ func orEmpty(l []string) []string {
 		return []string{}
 	}
 	return l
+}
+
+// selfHostedMetadata refuses the agentkernel.* sandbox settings on a
+// self_hosted environment: the daemon makes no sandbox for it, so they
+// would be stored and ignored.
+func selfHostedMetadata(md map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(md)) {
+		if strings.HasPrefix(k, session.MetaPrefix) {
+			return badRequest("field \"metadata\": key %q sets up the daemon's sandboxes, and a self_hosted environment has none (its workers run the tools)", k)
+		}
+	}
+	return nil
 }

@@ -129,6 +129,9 @@ func (s *Service) applyEnvFields(in Obj, d *envDoc, create bool) error {
 	if len(d.Config) == 0 {
 		d.Config = json.RawMessage(`{"type":"cloud"}`)
 	}
+	if session.ConfigType(d.Config) == "self_hosted" {
+		return selfHostedMetadata(d.Metadata)
+	}
 	return nil
 }
 

@@ -21,12 +21,12 @@ const (
 	EventUserInterrupt        = "user.interrupt"
 	EventUserCustomToolResult = "user.custom_tool_result"
 	EventUserToolConfirmation = "user.tool_confirmation"
+	EventUserToolResult       = "user.tool_result"
 )
 
 // sdkOnlyEvents are valid in the SDK but not (yet) served by agentkernel.
 var sdkOnlyEvents = map[string]string{
-	"user.tool_result": "tool results are only for self_hosted environments, which agentkernel does not run",
-	"system.message":   "system messages are not supported",
+	"system.message": "system messages are not supported",
 }
 
 // buildEvents validates client events and turns them into events to store,
@@ -77,10 +77,12 @@ func (s *Service) buildEvents(ctx context.Context, parent *store.ManagedSession,
 			body, target, err = s.customToolResult(ctx, parent, ev)
 		case typ == EventUserToolConfirmation:
 			body, target, err = s.toolConfirmation(ctx, parent, ev)
+		case typ == EventUserToolResult:
+			body, target, err = s.toolResult(ctx, parent, ev)
 		case sdkOnlyEvents[typ] != "":
 			err = badRequest("field %q: %s events are not accepted: %s", ev.Field("type"), typ, sdkOnlyEvents[typ])
 		default:
-			err = badRequest("field %q: unknown event type %q (want user.message, user.define_outcome, user.interrupt, user.custom_tool_result or user.tool_confirmation)", ev.Field("type"), typ)
+			err = badRequest("field %q: unknown event type %q (want user.message, user.define_outcome, user.interrupt, user.custom_tool_result, user.tool_result or user.tool_confirmation)", ev.Field("type"), typ)
 		}
 		if err != nil {
 			return nil, nil, err
@@ -173,6 +175,37 @@ func (s *Service) customToolResult(ctx context.Context, parent *store.ManagedSes
 		return nil, "", err
 	}
 	return map[string]any{"custom_tool_use_id": useID, "content": content, "is_error": isErr}, target, nil
+}
+
+// toolResult is a self_hosted environment's worker answering a sandbox
+// tool call it ran (the session's or one of its threads', routed by
+// tool_use_id). A cloud session's tools run in its own sandbox: a result
+// sent for one would race the daemon's.
+func (s *Service) toolResult(ctx context.Context, parent *store.ManagedSession, ev Obj) (map[string]any, string, error) {
+	hosted, err := s.SelfHostedSession(ctx, parent)
+	if err != nil {
+		return nil, "", err
+	}
+	if !hosted {
+		return nil, "", badRequest("field %q: user.tool_result events are for sessions of self_hosted environments, whose workers run the tools; session %s runs its tools itself", ev.Field("type"), parent.ID)
+	}
+	useID, err := ev.ReqStr("tool_use_id")
+	if err != nil {
+		return nil, "", err
+	}
+	target, err := s.referencedEvent(ctx, parent, ev, "tool_use_id", useID, "agent.tool_use")
+	if err != nil {
+		return nil, "", err
+	}
+	content, err := contentBlocks(ev, "content", false, "image", "document", "search_result")
+	if err != nil {
+		return nil, "", err
+	}
+	isErr, err := ev.Bool("is_error")
+	if err != nil {
+		return nil, "", err
+	}
+	return map[string]any{"tool_use_id": useID, "content": content, "is_error": isErr}, target, nil
 }
 
 // toolConfirmation answers a tool use of the session or of one of its

@@ -32,6 +32,7 @@ type Service struct {
 	events         *session.EventLog
 	runner         Runner                // nil: no runner to wake or destroy sessions with
 	depl           store.DeploymentStore // nil: the store keeps no deployments
+	work           session.WorkQueue     // nil: self_hosted environments are refused
 	log            *slog.Logger
 	now            func() time.Time
 }
@@ -54,7 +55,9 @@ type Options struct {
 	// Events is the sessions' event log (append and publish).
 	Events *session.EventLog
 	Runner Runner
-	Log    *slog.Logger
+	// Work is the work queue of self_hosted environments; nil refuses them.
+	Work session.WorkQueue
+	Log  *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -62,7 +65,7 @@ type Options struct {
 // New builds the service.
 func New(o Options) *Service {
 	s := &Service{st: o.Store, skills: o.Skills, packages: o.Packages, sandboxes: o.Sandboxes, sandboxNetwork: o.SandboxNetwork,
-		vaults: o.Vaults, resources: o.Resources, maxEventBytes: o.MaxEventBytes, events: o.Events, runner: o.Runner, log: o.Log, now: o.Now}
+		vaults: o.Vaults, resources: o.Resources, maxEventBytes: o.MaxEventBytes, events: o.Events, runner: o.Runner, work: o.Work, log: o.Log, now: o.Now}
 	s.depl, _ = o.Store.(store.DeploymentStore)
 	if s.maxEventBytes <= 0 {
 		s.maxEventBytes = 256 << 10

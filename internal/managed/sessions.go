@@ -131,6 +131,12 @@ func (s *Service) createSession(ctx context.Context, tenantID string, in Obj, o 
 	if err != nil {
 		return nil, err
 	}
+	selfHosted := session.SelfHosted(env)
+	if selfHosted {
+		if err := refuseSelfHostedExtras(in); err != nil {
+			return nil, err
+		}
+	}
 	d := sessionDoc{Agent: snap, DeploymentID: o.deploymentID}
 	if err := firstErr(applySessionFields(in, &d, true), refuseSessionExtras(in), s.applyVaultIDs(ctx, in, &d, tenantID)); err != nil {
 		return nil, err
@@ -175,6 +181,14 @@ func (s *Service) createSession(ctx context.Context, tenantID string, in Obj, o 
 	if len(stored) > 0 {
 		s.events.Publish(ms.ID, stored)
 		s.wake(ms.ID)
+	}
+	if selfHosted {
+		// A worker of the environment serves it from now on. Should the
+		// daemon die before this, its first turn that waits for a worker
+		// queues the work.
+		if err := s.work.EnsureSession(ctx, ms); err != nil {
+			return nil, err
+		}
 	}
 	out := sessionJSON(ms, d, session.StatusIdle, s.clock())
 	out["outcome_evaluations"] = session.OutcomeEvaluations(stored)
@@ -268,6 +282,13 @@ func (s *Service) UpdateSession(ctx context.Context, tenantID, id string, in Obj
 		if err != nil {
 			return err
 		}
+		if hosted, err := s.SelfHostedSession(ctx, ms); err != nil {
+			return err
+		} else if hosted {
+			if err := refuseSelfHostedExtras(in); err != nil {
+				return err
+			}
+		}
 		if err := firstErr(applySessionFields(in, &d, false), refuseSessionExtras(in), s.applyVaultIDs(ctx, in, &d, ms.TenantID)); err != nil {
 			return err
 		}
@@ -329,6 +350,12 @@ func (s *Service) ArchiveSession(ctx context.Context, tenantID, id string) (map[
 	})
 	if err != nil {
 		return nil, err
+	}
+	if s.work != nil {
+		// An archived session is read-only: no worker serves it.
+		if err := s.work.StopSession(ctx, ms.ID); err != nil {
+			return nil, err
+		}
 	}
 	return s.SessionJSON(ctx, ms)
 }
@@ -415,7 +442,57 @@ func (s *Service) SendEvents(ctx context.Context, tenantID, id string, in Obj) (
 		}
 		s.wake(logID)
 	}
+	if err := s.ensureWork(ctx, ms); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// ensureWork queues work for a self_hosted session that got events (a
+// dormant session's worker has let its work go).
+func (s *Service) ensureWork(ctx context.Context, ms *store.ManagedSession) error {
+	if s.work == nil || ms.EnvironmentID == "" || ms.ThreadOf != "" {
+		return nil
+	}
+	hosted, err := s.SelfHostedSession(ctx, ms)
+	if err != nil || !hosted {
+		return err
+	}
+	return s.work.EnsureSession(ctx, ms)
+}
+
+// SelfHostedSession says whether the session's environment is
+// self_hosted.
+func (s *Service) SelfHostedSession(ctx context.Context, ms *store.ManagedSession) (bool, error) {
+	if ms.EnvironmentID == "" {
+		return false, nil
+	}
+	env, err := s.st.GetEnvironment(ctx, ms.EnvironmentID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return session.SelfHosted(env), nil
+}
+
+// refuseSelfHostedExtras: what a self_hosted session cannot have yet. Its
+// sandbox is a worker's directory on another host: the daemon cannot mount
+// resources into it, and environment_variable credentials would not reach
+// its tool calls.
+func refuseSelfHostedExtras(in Obj) error {
+	if in.Has("resources") && !in.Null("resources") {
+		if rs, err := in.Array("resources"); err != nil || len(rs) > 0 {
+			return in.NotYet("resources", "a self_hosted environment's sessions take no resources yet: the daemon cannot mount them into a worker's directory")
+		}
+	}
+	if in.Has("vault_ids") && !in.Null("vault_ids") {
+		if vs, err := in.Array("vault_ids"); err != nil || len(vs) > 0 {
+			return in.NotYet("vault_ids", "a self_hosted environment's sessions take no vaults yet: their credentials would not reach a worker's tool calls")
+		}
+	}
+	return nil
 }
 
 // SessionList lists a tenant's sessions with every run row read once

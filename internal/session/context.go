@@ -55,6 +55,21 @@ func (r *Runtime) turnEndContext(ctx context.Context, s *store.ManagedSession) {
 	}
 }
 
+type selfHostedKey struct{}
+
+// WithSelfHosted marks ctx as a turn of a self_hosted session: its tools
+// run in a worker's directory, not in the daemon's sandbox, so a hook's
+// system prompt names paths relative to the tools' working directory.
+func WithSelfHosted(ctx context.Context) context.Context {
+	return context.WithValue(ctx, selfHostedKey{}, true)
+}
+
+// SelfHostedTurn says whether ctx is a self_hosted session's turn.
+func SelfHostedTurn(ctx context.Context) bool {
+	v, _ := ctx.Value(selfHostedKey{}).(bool)
+	return v
+}
+
 // systemPrompt is the agent's system prompt followed by what the hooks add,
 // separated by blank lines.
 func (r *Runtime) systemPrompt(ctx context.Context, s *store.ManagedSession, base string) (string, error) {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/agentkernel/agentkernel/internal/model"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -26,9 +27,13 @@ type convo struct {
 	// open are the tool uses of the last assistant message without a
 	// result yet, in order.
 	open []*call
-	// requiresAction: the last turn ended waiting for custom tool results
-	// or confirmations.
+	// requiresAction: the last turn ended waiting for custom tool results,
+	// confirmations or (self_hosted) its workers' tool results.
 	requiresAction bool
+	// selfHosted: the session's environment is self_hosted, so its
+	// sandbox tools (tools.Names) run on a worker that answers with
+	// user.tool_result (see call.external).
+	selfHosted bool
 	// lastUserSeq is the Seq of the newest user event folded.
 	lastUserSeq int64
 	// raw holds the provider's own blocks for events this worker appended
@@ -97,9 +102,15 @@ type call struct {
 	// index is the call's position among the tool uses of its model
 	// response: with the step, the op journal's position of the call.
 	index int64
+	// external: a sandbox tool of a self_hosted session. A worker polling
+	// the environment's work queue runs it and sends its user.tool_result;
+	// the turn waits for that as it waits for a custom tool's result.
+	external bool
 }
 
-func newConvo() *convo { return &convo{raw: map[string]model.Block{}, threadPosted: map[string]bool{}} }
+func newConvo(selfHosted bool) *convo {
+	return &convo{raw: map[string]model.Block{}, threadPosted: map[string]bool{}, selfHosted: selfHosted}
+}
 
 // wire shapes read from events.
 type (
@@ -201,8 +212,10 @@ func (c *convo) fold(ev store.SessionEvent) {
 		// The event id is the tool use id the model sees from now on, so
 		// results (which name the event) always match their call.
 		c.addAssistant(model.Block{Type: model.BlockToolUse, ID: ev.ID, Name: b.Name, Input: in})
+		custom := ev.Type == EventAgentCustomToolUse
 		c.open = append(c.open, &call{eventID: ev.ID, name: b.Name, input: in,
-			custom: ev.Type == EventAgentCustomToolUse, ask: b.EvaluatedPermission == "ask", index: c.toolUsesInLast() - 1})
+			custom: custom, ask: b.EvaluatedPermission == "ask", index: c.toolUsesInLast() - 1,
+			external: c.selfHosted && !custom && slices.Contains(tools.Names, b.Name)})
 	case EventAgentMCPToolUse:
 		in := callInput(b.Input)
 		c.addAssistant(model.Block{Type: model.BlockToolUse, ID: ev.ID, Name: tools.MCPName(b.MCPServerName, b.Name), Input: in})
@@ -223,6 +236,13 @@ func (c *convo) fold(ev store.SessionEvent) {
 		if cl := c.find(b.CustomToolUseID); cl != nil && cl.custom {
 			c.take(b.CustomToolUseID)
 			c.results = append(c.results, model.Block{Type: model.BlockToolResult, ToolUseID: b.CustomToolUseID, Content: joinText(b.Content), IsError: b.IsError})
+			c.pending.add(ev.ID)
+		}
+	case EventUserToolResult:
+		c.lastUserSeq = ev.Seq
+		if cl := c.find(b.ToolUseID); cl != nil && cl.external {
+			c.take(b.ToolUseID)
+			c.results = append(c.results, model.Block{Type: model.BlockToolResult, ToolUseID: b.ToolUseID, Content: joinText(b.Content), IsError: b.IsError})
 			c.pending.add(ev.ID)
 		}
 	case EventUserToolConfirmation:
@@ -356,9 +376,24 @@ func (c *convo) closeOpen() {
 // custom tool result or a confirmation).
 func (c *convo) awaiting() bool {
 	for _, cl := range c.open {
-		if cl.custom || (cl.ask && cl.decision == "") {
+		if cl.waits() {
 			return true
 		}
+	}
+	return false
+}
+
+// waits: the call's result comes from outside the turn — a custom tool's
+// or a worker's (external) result, or the user's confirmation. An external
+// call the user denied does not wait: the turn answers it with the denial.
+func (cl *call) waits() bool {
+	switch {
+	case cl.ask && cl.decision == "":
+		return true
+	case cl.custom:
+		return true
+	case cl.external:
+		return !(cl.ask && cl.decision == "deny")
 	}
 	return false
 }

@@ -37,7 +37,7 @@ func (l *logBuilder) compaction(b compactionBody) string {
 }
 
 func fold(evs []store.SessionEvent) *convo {
-	c := newConvo()
+	c := newConvo(false)
 	for _, ev := range evs {
 		c.fold(ev)
 	}

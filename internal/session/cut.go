@@ -12,7 +12,9 @@ import (
 // run" result, and session.status_idle ends it. A log that ends between
 // turns needs nothing.
 func Closing(evs []store.SessionEvent) []store.NewEvent {
-	c := newConvo()
+	// As a cloud session's: a sandbox tool a self_hosted session's worker
+	// had not answered gets "not run" too (the cut log's turn ends here).
+	c := newConvo(false)
 	for _, ev := range evs {
 		c.fold(ev)
 	}

@@ -131,3 +131,30 @@ func parseEnvironment(e *store.Environment) (EnvSandbox, error) {
 	}
 	return es, nil
 }
+
+// ConfigType is an environment config's type: "cloud" (the default) or
+// "self_hosted".
+func ConfigType(config json.RawMessage) string {
+	var c struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(config, &c) != nil || c.Type == "" {
+		return "cloud"
+	}
+	return c.Type
+}
+
+// SelfHosted says whether env is a self_hosted environment: its sessions'
+// sandbox tools run on the workers that poll its work queue, not here.
+func SelfHosted(env *store.Environment) bool {
+	if env == nil {
+		return false
+	}
+	var d struct {
+		Config json.RawMessage `json:"config"`
+	}
+	if json.Unmarshal(env.Doc, &d) != nil {
+		return false
+	}
+	return ConfigType(d.Config) == "self_hosted"
+}

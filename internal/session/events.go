@@ -14,6 +14,7 @@ const (
 	EventUserMessage          = "user.message"
 	EventUserInterrupt        = "user.interrupt"
 	EventUserCustomToolResult = "user.custom_tool_result"
+	EventUserToolResult       = "user.tool_result"
 	EventUserToolConfirmation = "user.tool_confirmation"
 	EventAgentMessage         = "agent.message"
 	EventAgentThinking        = "agent.thinking"
@@ -43,7 +44,7 @@ const (
 )
 
 // userEventTypes are the events the runtime's queue holds.
-var userEventTypes = []string{EventUserMessage, EventUserInterrupt, EventUserCustomToolResult, EventUserToolConfirmation, EventUserDefineOutcome}
+var userEventTypes = []string{EventUserMessage, EventUserInterrupt, EventUserCustomToolResult, EventUserToolResult, EventUserToolConfirmation, EventUserDefineOutcome}
 
 func newEvent(typ string, body map[string]any) store.NewEvent {
 	if body == nil {

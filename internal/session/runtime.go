@@ -135,6 +135,10 @@ type RuntimeConfig struct {
 	// waits), with the metadata it returns; a failed build fails the tool
 	// call with an error that names the package.
 	Packages PackageLayers
+	// Work, when set, is the work queue of self_hosted environments: a
+	// turn that waits for a worker's tool results makes sure the session
+	// has work queued, and a destroyed session's work stops.
+	Work WorkQueue
 	// Failpoint, when set, is called at named points of a turn (crash
 	// tests hang the process there; see failpoints.go).
 	Failpoint func(name string)
@@ -144,6 +148,12 @@ type RuntimeConfig struct {
 	Recovered chan<- string
 	Clock     clock.Clock
 	Log       *slog.Logger
+}
+
+// WorkQueue is the environment work queue (envwork.Queue).
+type WorkQueue interface {
+	EnsureSession(ctx context.Context, s *store.ManagedSession) error
+	StopSession(ctx context.Context, sessionID string) error
 }
 
 // Errors of the runtime.
@@ -400,6 +410,12 @@ func (r *Runtime) Destroy(ctx context.Context, tenantID, sessionID string) error
 		}
 		if _, err := r.cfg.Events.Append(ctx, sessionID, []store.NewEvent{newEvent(EventStatusTerminated, nil)}); err != nil {
 			return err
+		}
+	}
+	if r.cfg.Work != nil {
+		// A worker serving it stops at its next heartbeat.
+		if err := r.cfg.Work.StopSession(ctx, sessionID); err != nil {
+			return fmt.Errorf("session %s: stop its work: %w", sessionID, err)
 		}
 	}
 	// Its threads end with it (before the sandbox they share goes).

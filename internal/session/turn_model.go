@@ -24,7 +24,11 @@ func (w *worker) loop(ctx context.Context, ts *turnState) (map[string]any, error
 		return nil, err
 	}
 	ts.agent, ts.tools = agent, agent.Tools
-	system, err := r.systemPrompt(ctx, ts.s, agent.System)
+	pctx := ctx
+	if w.conv.selfHosted {
+		pctx = WithSelfHosted(ctx)
+	}
+	system, err := r.systemPrompt(pctx, ts.s, agent.System)
 	if err != nil {
 		return nil, err
 	}
@@ -132,13 +136,16 @@ func (w *worker) afterModel(ctx context.Context, ts *turnState, resp *model.Resp
 	if w.conv.awaiting() {
 		var ids []string
 		for _, cl := range w.conv.open {
-			if cl.custom || (cl.ask && cl.decision == "") {
+			if cl.waits() {
 				ids = append(ids, cl.eventID)
 			}
 		}
 		// Tools that need no confirmation in the same step run now;
 		// their results wait with the rest.
 		if err := w.runAllowed(ctx, ts, step); err != nil {
+			return nil, err
+		}
+		if err := w.ensureWork(ctx, ts); err != nil {
 			return nil, err
 		}
 		return stopReason(StopRequiresAction, ids), nil

@@ -20,7 +20,7 @@ import (
 func (w *worker) runAllowed(ctx context.Context, ts *turnState, step int64) error {
 	var todo []*call
 	for _, cl := range w.conv.open {
-		if !cl.custom && !(cl.ask && cl.decision == "") {
+		if !cl.waits() {
 			todo = append(todo, cl)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -34,6 +35,9 @@ type worker struct {
 	// threadNames caches their agents' names (thread_sync.go).
 	threads     chan struct{}
 	threadNames map[string]string
+	// hosted caches whether the session's environment is self_hosted
+	// (hostedKnown): an environment's type never changes.
+	hosted, hostedKnown bool
 
 	mu       sync.Mutex
 	abort    context.CancelCauseFunc // of the running turn, nil between turns
@@ -189,7 +193,12 @@ func (w *worker) drain(ctx context.Context) {
 		if w.conv == nil || rec != nil || s.Lineage.Rewinds != w.rewinds {
 			// Recovery rebuilds the conversation from the store alone, and
 			// so does a worker whose log was rewound under it.
-			w.conv, w.rewinds, w.workspaceKnown, w.ctxBase = newConvo(), s.Lineage.Rewinds, false, ctxBase{}
+			selfHosted, err := w.selfHosted(ctx, s)
+			if err != nil {
+				w.r.log.WarnContext(ctx, "session environment load", "session", w.id, "err", err)
+				return
+			}
+			w.conv, w.rewinds, w.workspaceKnown, w.ctxBase = newConvo(selfHosted), s.Lineage.Rewinds, false, ctxBase{}
 		}
 		if err := w.sync(ctx); err != nil {
 			w.r.log.WarnContext(ctx, "session events load", "session", w.id, "err", err)
@@ -287,4 +296,47 @@ func (w *worker) waitTurn(ctx context.Context) {
 	case <-done:
 	case <-ctx.Done():
 	}
+}
+
+// selfHosted says whether the session's environment is self_hosted: its
+// sandbox tools run on the workers of the environment's work queue.
+func (w *worker) selfHosted(ctx context.Context, s *store.ManagedSession) (bool, error) {
+	if w.hostedKnown || s.EnvironmentID == "" {
+		return w.hosted, nil
+	}
+	env, err := w.r.cfg.Store.GetEnvironment(ctx, s.EnvironmentID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	w.hosted, w.hostedKnown = SelfHosted(env), true
+	return w.hosted, nil
+}
+
+// ensureWork: a turn that waits for a worker's results (a self_hosted
+// session's sandbox tools) makes sure a worker will come: the session has
+// work in its environment's queue. Before the turn's idle event, so a
+// crash in between finds it again when the turn is recovered.
+func (w *worker) ensureWork(ctx context.Context, ts *turnState) error {
+	if w.r.cfg.Work == nil || !w.conv.selfHosted {
+		return nil
+	}
+	for _, cl := range w.conv.open {
+		if cl.external && cl.waits() {
+			s := ts.s
+			if s.ThreadOf != "" {
+				// A thread's calls are served by its session's worker
+				// (they are cross-posted to the session's log).
+				p, err := w.r.cfg.Store.GetManagedSession(ctx, s.ThreadOf)
+				if err != nil {
+					return fmt.Errorf("queue work: the thread's session: %w", err)
+				}
+				s = p
+			}
+			return w.r.cfg.Work.EnsureSession(ctx, s)
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/agentkernel/agentkernel/internal/guest"
+	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
@@ -159,13 +160,19 @@ func (h *Hook) SystemPrompt(ctx context.Context, s *store.ManagedSession) (strin
 	if err != nil {
 		return "", err
 	}
+	root := Root
+	if session.SelfHostedTurn(ctx) {
+		// A self_hosted environment's worker (the SDK's) downloads them
+		// into skills/ of the tools' working directory.
+		root = "skills"
+	}
 	var b strings.Builder
-	b.WriteString("You have skills: folders of instructions, scripts and resources under " + Root + "/. ")
+	b.WriteString("You have skills: folders of instructions, scripts and resources under " + root + "/. ")
 	b.WriteString("When a task matches a skill's description, read its SKILL.md first (for example with `cat`) and follow it; it may point to further files in the skill's folder.\n")
 	b.WriteString("<available_skills>\n")
 	for _, v := range vs {
 		fmt.Fprintf(&b, "<skill>\n<name>%s</name>\n<description>%s</description>\n<location>%s</location>\n</skill>\n",
-			html.EscapeString(v.Name), html.EscapeString(v.Description), path.Join(Root, v.Name, "SKILL.md"))
+			html.EscapeString(v.Name), html.EscapeString(v.Description), path.Join(root, v.Name, "SKILL.md"))
 	}
 	b.WriteString("</available_skills>")
 	return b.String(), nil
