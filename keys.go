@@ -9,15 +9,18 @@ import (
 
 // APIKey describes a key. Secret is only set in the answer to Create.
 type APIKey struct {
-	ID        string     `json:"id"`
-	Type      string     `json:"type"`
-	TenantID  string     `json:"tenant_id"`
-	Name      string     `json:"name"`
-	Prefix    string     `json:"prefix"`
-	Admin     bool       `json:"admin"`
-	CreatedAt time.Time  `json:"created_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
-	Secret    string     `json:"secret,omitempty"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	TenantID string `json:"tenant_id"`
+	Name     string `json:"name"`
+	Prefix   string `json:"prefix"`
+	Admin    bool   `json:"admin"`
+	// EnvironmentID: an environment key (the credential of a self_hosted
+	// environment's workers); nil for a tenant key.
+	EnvironmentID *string    `json:"environment_id"`
+	CreatedAt     time.Time  `json:"created_at"`
+	RevokedAt     *time.Time `json:"revoked_at,omitempty"`
+	Secret        string     `json:"secret,omitempty"`
 }
 
 // KeyCreateParams creates a key. TenantID defaults to the caller's tenant.
@@ -25,6 +28,10 @@ type KeyCreateParams struct {
 	Name     string `json:"name"`
 	TenantID string `json:"tenant_id,omitempty"`
 	Admin    bool   `json:"admin,omitempty"`
+	// EnvironmentID makes an environment key of that self_hosted
+	// environment: it reaches the environment's work queue and its
+	// sessions' events only.
+	EnvironmentID string `json:"environment_id,omitempty"`
 }
 
 // KeysService manages API keys.

@@ -14,6 +14,10 @@ type Principal struct {
 	KeyID    string
 	TenantID string
 	Admin    bool
+	// EnvironmentID: an environment key, which reaches only the routes
+	// registered with envAuthenticated, for that environment's work queue
+	// and its sessions.
+	EnvironmentID string
 }
 
 // PrincipalFrom returns the authenticated caller of a request.
@@ -35,8 +39,16 @@ func keyFromRequest(r *http.Request) string {
 	return ""
 }
 
-// authenticated wraps h so it runs only with a valid, unrevoked key.
-func (s *Server) authenticated(h http.HandlerFunc) http.HandlerFunc {
+// authenticated wraps h so it runs only with a valid, unrevoked tenant
+// key: an environment key is refused.
+func (s *Server) authenticated(h http.HandlerFunc) http.HandlerFunc { return s.withKey(h, false) }
+
+// envAuthenticated is authenticated, also for an environment key: the
+// routes a self_hosted environment's worker calls. The handler checks that
+// what it serves belongs to the key's environment.
+func (s *Server) envAuthenticated(h http.HandlerFunc) http.HandlerFunc { return s.withKey(h, true) }
+
+func (s *Server) withKey(h http.HandlerFunc, envKeys bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		secret := keyFromRequest(r)
 		if secret == "" {
@@ -51,6 +63,11 @@ func (s *Server) authenticated(h http.HandlerFunc) http.HandlerFunc {
 		}
 		if err != nil {
 			s.writeError(w, r, err)
+			return
+		}
+		if p.EnvironmentID != "" && !envKeys {
+			s.writeError(w, r, Errorf(http.StatusForbidden, TypePermission,
+				"this is an environment key (of %s): it reaches that environment's work queue and its sessions' events only; use a tenant key", p.EnvironmentID))
 			return
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), ctxPrincipal, p)))

@@ -23,44 +23,46 @@ type RawBody struct{}
 // sends is silently ignored; and a test walks every field of every body
 // here and fails on one that neither works nor is refused.
 var requestBodies = map[string]any{
-	"POST /v1/tenants":                           createTenantRequest{},
-	"POST /v1/keys":                              createKeyRequest{},
-	"POST /v1/sandboxes":                         createSandboxRequest{},
-	"POST /v1/sandboxes/{id}/exec":               execRequest{},
-	"PUT /v1/sandboxes/{id}/files/{path...}":     RawBody{},
-	"POST /v1/sandboxes/{id}/events":             monitor.EventInput{}, // or {"events": [EventInput…]}
-	"POST /v1/objects/definitions":               classDefJSON{},
-	"PUT /v1/objects/definitions/{class}/bundle": RawBody{}, // a tar(.gz) of the app
-	"POST /v1/objects/{class}/{id}/call":         callObjectRequest{},
-	"POST /v1/objects/{class}/{id}/alarms":       setAlarmRequest{},
-	"POST /v1/files":                             RawBody{}, // multipart: file, expires_in_seconds
-	"POST /v1/tasks":                             createTaskRequest{},
-	"POST /v1/tickets":                           createTicketRequest{},
-	"POST /v1/tickets/{id}/results":              submitResultRequest{},
-	"POST /v1/webhooks":                          createWebhookRequest{},
-	"POST /v1/agents":                            ManagedBody("BetaAgentNewParams"),
-	"POST /v1/agents/{id}":                       ManagedBody("BetaAgentUpdateParams"),
-	"POST /v1/environments":                      ManagedBody("BetaEnvironmentNewParams"),
-	"POST /v1/environments/{id}":                 ManagedBody("BetaEnvironmentUpdateParams"),
-	"POST /v1/deployments":                       ManagedBody("BetaDeploymentNewParams"),
-	"POST /v1/deployments/{id}":                  ManagedBody("BetaDeploymentUpdateParams"),
-	"POST /v1/sessions":                          ManagedBody("BetaSessionNewParams"),
-	"POST /v1/sessions/{id}":                     ManagedBody("BetaSessionUpdateParams"),
-	"POST /v1/sessions/{id}/events":              ManagedBody("BetaSessionEventSendParams"),
-	"POST /v1/sessions/{id}/fork":                eventRef{},
-	"POST /v1/sessions/{id}/rewind":              eventRef{},
-	"POST /v1/sessions/{id}/resources":           ManagedBody("BetaSessionResourceAddParams"),
-	"POST /v1/sessions/{id}/resources/{rid}":     ManagedBody("BetaSessionResourceUpdateParams"),
-	"POST /v1/vaults":                            ManagedBody("BetaVaultNewParams"),
-	"POST /v1/vaults/{id}":                       ManagedBody("BetaVaultUpdateParams"),
-	"POST /v1/vaults/{id}/credentials":           ManagedBody("BetaVaultCredentialNewParams"),
-	"POST /v1/vaults/{id}/credentials/{cid}":     ManagedBody("BetaVaultCredentialUpdateParams"),
-	"POST /v1/memory_stores":                     ManagedBody("BetaMemoryStoreNewParams"),
-	"POST /v1/memory_stores/{id}":                ManagedBody("BetaMemoryStoreUpdateParams"),
-	"POST /v1/memory_stores/{id}/memories":       ManagedBody("BetaMemoryStoreMemoryNewParams"),
-	"POST /v1/memory_stores/{id}/memories/{mid}": ManagedBody("BetaMemoryStoreMemoryUpdateParams"),
-	"POST /v1/skills":                            RawBody{}, // multipart (BetaSkillNewParams): managed_skills_test.go
-	"POST /v1/skills/{id}/versions":              RawBody{}, // multipart (BetaSkillVersionNewParams)
+	"POST /v1/tenants":                               createTenantRequest{},
+	"POST /v1/keys":                                  createKeyRequest{},
+	"POST /v1/sandboxes":                             createSandboxRequest{},
+	"POST /v1/sandboxes/{id}/exec":                   execRequest{},
+	"PUT /v1/sandboxes/{id}/files/{path...}":         RawBody{},
+	"POST /v1/sandboxes/{id}/events":                 monitor.EventInput{}, // or {"events": [EventInput…]}
+	"POST /v1/objects/definitions":                   classDefJSON{},
+	"PUT /v1/objects/definitions/{class}/bundle":     RawBody{}, // a tar(.gz) of the app
+	"POST /v1/objects/{class}/{id}/call":             callObjectRequest{},
+	"POST /v1/objects/{class}/{id}/alarms":           setAlarmRequest{},
+	"POST /v1/files":                                 RawBody{}, // multipart: file, expires_in_seconds
+	"POST /v1/tasks":                                 createTaskRequest{},
+	"POST /v1/tickets":                               createTicketRequest{},
+	"POST /v1/tickets/{id}/results":                  submitResultRequest{},
+	"POST /v1/webhooks":                              createWebhookRequest{},
+	"POST /v1/environments/{id}/work/{work_id}":      workUpdateRequest{},
+	"POST /v1/environments/{id}/work/{work_id}/stop": workStopRequest{},
+	"POST /v1/agents":                                ManagedBody("BetaAgentNewParams"),
+	"POST /v1/agents/{id}":                           ManagedBody("BetaAgentUpdateParams"),
+	"POST /v1/environments":                          ManagedBody("BetaEnvironmentNewParams"),
+	"POST /v1/environments/{id}":                     ManagedBody("BetaEnvironmentUpdateParams"),
+	"POST /v1/deployments":                           ManagedBody("BetaDeploymentNewParams"),
+	"POST /v1/deployments/{id}":                      ManagedBody("BetaDeploymentUpdateParams"),
+	"POST /v1/sessions":                              ManagedBody("BetaSessionNewParams"),
+	"POST /v1/sessions/{id}":                         ManagedBody("BetaSessionUpdateParams"),
+	"POST /v1/sessions/{id}/events":                  ManagedBody("BetaSessionEventSendParams"),
+	"POST /v1/sessions/{id}/fork":                    eventRef{},
+	"POST /v1/sessions/{id}/rewind":                  eventRef{},
+	"POST /v1/sessions/{id}/resources":               ManagedBody("BetaSessionResourceAddParams"),
+	"POST /v1/sessions/{id}/resources/{rid}":         ManagedBody("BetaSessionResourceUpdateParams"),
+	"POST /v1/vaults":                                ManagedBody("BetaVaultNewParams"),
+	"POST /v1/vaults/{id}":                           ManagedBody("BetaVaultUpdateParams"),
+	"POST /v1/vaults/{id}/credentials":               ManagedBody("BetaVaultCredentialNewParams"),
+	"POST /v1/vaults/{id}/credentials/{cid}":         ManagedBody("BetaVaultCredentialUpdateParams"),
+	"POST /v1/memory_stores":                         ManagedBody("BetaMemoryStoreNewParams"),
+	"POST /v1/memory_stores/{id}":                    ManagedBody("BetaMemoryStoreUpdateParams"),
+	"POST /v1/memory_stores/{id}/memories":           ManagedBody("BetaMemoryStoreMemoryNewParams"),
+	"POST /v1/memory_stores/{id}/memories/{mid}":     ManagedBody("BetaMemoryStoreMemoryUpdateParams"),
+	"POST /v1/skills":                                RawBody{}, // multipart (BetaSkillNewParams): managed_skills_test.go
+	"POST /v1/skills/{id}/versions":                  RawBody{}, // multipart (BetaSkillVersionNewParams)
 }
 
 // RequestBodies returns a copy of requestBodies, keyed by route pattern.

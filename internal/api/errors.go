@@ -28,6 +28,9 @@ type Error struct {
 	Status  int
 	Type    string
 	Message string
+	// Details, when set, is the envelope's error.details (a 412 of the
+	// work queue carries the item's current_state there).
+	Details any
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Type, e.Message) }
@@ -57,6 +60,7 @@ type envelope struct {
 type envelopeErr struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`
+	Details any    `json:"details,omitempty"`
 }
 
 // writeError writes err in the envelope. Errors that are not *Error are
@@ -79,7 +83,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.ErrorContext(r.Context(), "internal error", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", requestID(r.Context()))
 		e = Errorf(http.StatusInternalServerError, TypeAPI, "internal error; see the daemon log for request %s", requestID(r.Context()))
 	}
-	writeJSON(w, e.Status, envelope{Type: "error", Error: envelopeErr{Type: e.Type, Message: e.Message}, RequestID: requestID(r.Context())})
+	writeJSON(w, e.Status, envelope{Type: "error", Error: envelopeErr{Type: e.Type, Message: e.Message, Details: e.Details}, RequestID: requestID(r.Context())})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -47,7 +47,7 @@ func (c *keyCache) lookup(ctx context.Context, st store.Store, hash string) (Pri
 	}
 	e = keyEntry{invalid: invalid, expires: now.Add(keyCacheTTL)}
 	if !invalid {
-		e.p = Principal{KeyID: k.ID, TenantID: k.TenantID, Admin: k.Admin}
+		e.p = Principal{KeyID: k.ID, TenantID: k.TenantID, Admin: k.Admin, EnvironmentID: k.EnvironmentID}
 	}
 	c.mu.Lock()
 	if c.entries == nil || len(c.entries) > 10000 {

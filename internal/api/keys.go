@@ -7,24 +7,31 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/auth"
 	"github.com/agentkernel/agentkernel/internal/ids"
+	"github.com/agentkernel/agentkernel/internal/session"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
 type keyJSON struct {
-	ID        string     `json:"id"`
-	Type      string     `json:"type"`
-	TenantID  string     `json:"tenant_id"`
-	Name      string     `json:"name"`
-	Prefix    string     `json:"prefix"`
-	Admin     bool       `json:"admin"`
-	CreatedAt time.Time  `json:"created_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
-	Secret    string     `json:"secret,omitempty"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	TenantID string `json:"tenant_id"`
+	Name     string `json:"name"`
+	Prefix   string `json:"prefix"`
+	Admin    bool   `json:"admin"`
+	// EnvironmentID: an environment key (null for a tenant key).
+	EnvironmentID *string    `json:"environment_id"`
+	CreatedAt     time.Time  `json:"created_at"`
+	RevokedAt     *time.Time `json:"revoked_at,omitempty"`
+	Secret        string     `json:"secret,omitempty"`
 }
 
 func toKeyJSON(k *store.APIKey) keyJSON {
-	return keyJSON{ID: k.ID, Type: "api_key", TenantID: k.TenantID, Name: k.Name, Prefix: k.Prefix,
+	out := keyJSON{ID: k.ID, Type: "api_key", TenantID: k.TenantID, Name: k.Name, Prefix: k.Prefix,
 		Admin: k.Admin, CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
+	if k.EnvironmentID != "" {
+		out.EnvironmentID = &k.EnvironmentID
+	}
+	return out
 }
 
 type listJSON[T any] struct {
@@ -39,6 +46,9 @@ type createKeyRequest struct {
 	Name     string `json:"name"`
 	TenantID string `json:"tenant_id"`
 	Admin    bool   `json:"admin"`
+	// EnvironmentID makes an environment key: the credential of a
+	// self_hosted environment's workers (issue 16).
+	EnvironmentID string `json:"environment_id"`
 }
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
@@ -51,8 +61,30 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	p := PrincipalFrom(r.Context())
 	if in.TenantID == "" {
-		in.TenantID = PrincipalFrom(r.Context()).TenantID
+		in.TenantID = p.TenantID
+	}
+	if !p.Admin {
+		// A tenant key makes environment keys of its own tenant only.
+		switch {
+		case in.EnvironmentID == "":
+			s.writeError(w, r, Errorf(http.StatusForbidden, TypePermission, "a tenant key creates environment keys only (set environment_id); other keys need an admin key"))
+			return
+		case in.TenantID != p.TenantID:
+			s.writeError(w, r, NotFound("tenant", in.TenantID))
+			return
+		}
+	}
+	if in.EnvironmentID != "" {
+		if in.Admin {
+			s.writeError(w, r, BadRequest("fields \"admin\" and \"environment_id\": an environment key cannot be an admin key"))
+			return
+		}
+		if err := s.checkKeyEnvironment(r, in.TenantID, in.EnvironmentID); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	if _, err := s.store.GetTenant(r.Context(), in.TenantID); errors.Is(err, store.ErrNotFound) {
 		s.writeError(w, r, Errorf(http.StatusUnprocessableEntity, TypeInvalidRequest, "field \"tenant_id\": tenant %q does not exist", in.TenantID))
@@ -64,7 +96,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	secret := auth.NewSecret()
 	k, err := s.store.CreateAPIKey(r.Context(), store.CreateAPIKeyParams{
 		ID: ids.New("key"), TenantID: in.TenantID, Name: in.Name,
-		Prefix: auth.Prefix(secret), Hash: auth.Hash(secret), Admin: in.Admin,
+		Prefix: auth.Prefix(secret), Hash: auth.Hash(secret), Admin: in.Admin, EnvironmentID: in.EnvironmentID,
 	})
 	if err != nil {
 		s.writeError(w, r, err)
@@ -123,10 +155,34 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// checkKeyEnvironment: an environment key is made for a self_hosted
+// environment of its tenant.
+func (s *Server) checkKeyEnvironment(r *http.Request, tenantID, envID string) error {
+	env, err := s.store.GetEnvironment(r.Context(), envID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && env.TenantID != tenantID) {
+		return Errorf(http.StatusUnprocessableEntity, TypeInvalidRequest, "field \"environment_id\": environment %q does not exist in tenant %q", envID, tenantID)
+	}
+	if err != nil {
+		return err
+	}
+	if !session.SelfHosted(env) {
+		return Errorf(http.StatusUnprocessableEntity, TypeInvalidRequest, "field \"environment_id\": environment %s is not self_hosted: only a self_hosted environment has a work queue for workers to poll", envID)
+	}
+	if env.ArchivedAt != nil {
+		return Errorf(http.StatusUnprocessableEntity, TypeInvalidRequest, "field \"environment_id\": environment %s is archived", envID)
+	}
+	return nil
+}
+
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if _, err := s.visibleKey(r, id); err != nil {
+	k, err := s.visibleKey(r, id)
+	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if p := PrincipalFrom(r.Context()); !p.Admin && k.EnvironmentID == "" {
+		s.writeError(w, r, Errorf(http.StatusForbidden, TypePermission, "a tenant key revokes its tenant's environment keys only; this key needs an admin key"))
 		return
 	}
 	if id == PrincipalFrom(r.Context()).KeyID {
@@ -138,7 +194,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.keys.purge()
-	k, err := s.store.GetAPIKey(r.Context(), id)
+	k, err = s.store.GetAPIKey(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentkernel/agentkernel/internal/envwork"
 	"github.com/agentkernel/agentkernel/internal/lineage"
 	"github.com/agentkernel/agentkernel/internal/managed"
 	"github.com/agentkernel/agentkernel/internal/memory"
@@ -49,6 +50,9 @@ type ManagedOptions struct {
 	Resources *resources.Service
 	// Lineage serves fork, rewind, branches and history when set.
 	Lineage *lineage.Service
+	// Work serves the work queue of self_hosted environments when set;
+	// without it a self_hosted environment is refused.
+	Work *envwork.Queue
 }
 
 // managedAPI holds the Managed Agents handlers' dependencies.
@@ -65,7 +69,7 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 	m := &managedAPI{Server: s, st: o.Store, events: o.Events, resources: o.Resources,
 		svc: managed.New(managed.Options{Store: o.Store, Skills: o.Skills, Packages: o.Packages, Sandboxes: s.sandboxes,
 			SandboxNetwork: o.SandboxNetwork, Vaults: o.Vaults, Resources: o.Resources, MaxEventBytes: o.MaxEventBytes,
-			Events: o.Events, Runner: o.Runner, Log: s.log})}
+			Events: o.Events, Runner: o.Runner, Work: workQueue(o.Work), Log: s.log})}
 	a := s.authenticated
 	s.mux.HandleFunc("POST /v1/agents", a(s.noQuery(m.createAgent)))
 	s.mux.HandleFunc("GET /v1/agents", a(m.listAgents))
@@ -83,14 +87,17 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 
 	s.mux.HandleFunc("POST /v1/sessions", a(s.noQuery(m.createSession)))
 	s.mux.HandleFunc("GET /v1/sessions", a(m.listSessions))
-	s.mux.HandleFunc("GET /v1/sessions/{id}", a(s.noQuery(m.getSession)))
+	// A self_hosted environment's worker reads its sessions and their
+	// events and sends its tool results with the environment's key.
+	e := s.envAuthenticated
+	s.mux.HandleFunc("GET /v1/sessions/{id}", e(s.noQuery(m.getSession)))
 	s.mux.HandleFunc("POST /v1/sessions/{id}", a(s.noQuery(m.updateSession)))
 	s.mux.HandleFunc("DELETE /v1/sessions/{id}", a(s.noQuery(m.deleteSession)))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/archive", a(s.noQuery(m.archiveSession)))
 
-	s.mux.HandleFunc("GET /v1/sessions/{id}/events", a(m.listEvents))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/events", a(s.noQuery(m.sendEvents)))
-	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", a(m.streamEvents))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/events", e(m.listEvents))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/events", e(s.noQuery(m.sendEvents)))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", e(m.streamEvents))
 	s.registerThreadRoutes(m)
 
 	if o.Resources != nil {
@@ -102,6 +109,9 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 	s.managedSvc = m.svc
 	if o.Lineage != nil {
 		s.registerLineageRoutes(m, o.Lineage)
+	}
+	if o.Work != nil {
+		s.registerWorkRoutes(m, o.Work)
 	}
 	if vst, ok := o.Store.(store.VaultStore); ok && o.Vaults != nil {
 		s.registerVaultRoutes(m, vst, o.Vaults)
@@ -128,9 +138,27 @@ func notFoundAs(kind, id string, err error) error {
 	return err
 }
 
-// sessionFor reads a session the caller's tenant owns.
+// sessionFor reads a session the caller's tenant owns (with an
+// environment key: a session of the key's environment).
 func (m *managedAPI) sessionFor(r *http.Request, id string) (*store.ManagedSession, error) {
-	return m.svc.Session(r.Context(), tenant(r), id)
+	s, err := m.svc.Session(r.Context(), tenant(r), id)
+	if err != nil {
+		return nil, err
+	}
+	if env := PrincipalFrom(r.Context()).EnvironmentID; env != "" && s.EnvironmentID != env {
+		return nil, NotFound("session", id)
+	}
+	return s, nil
+}
+
+// envScoped: with an environment key, the session must be one of the
+// key's environment (else 404, as for another tenant's).
+func (m *managedAPI) envScoped(r *http.Request, id string) error {
+	if PrincipalFrom(r.Context()).EnvironmentID == "" {
+		return nil
+	}
+	_, err := m.sessionFor(r, id)
+	return err
 }
 
 // writeError writes the envelope; conflicts here are never transient (an
@@ -144,4 +172,12 @@ func (m *managedAPI) writeError(w http.ResponseWriter, r *http.Request, err erro
 		w.Header().Set("x-should-retry", "false")
 	}
 	m.Server.writeError(w, r, err)
+}
+
+// workQueue is q as the service's interface: nil stays a nil interface.
+func workQueue(q *envwork.Queue) session.WorkQueue {
+	if q == nil {
+		return nil
+	}
+	return q
 }

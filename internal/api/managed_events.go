@@ -99,6 +99,17 @@ func (m *managedAPI) sendEvents(w http.ResponseWriter, r *http.Request) {
 		m.writeError(w, r, err)
 		return
 	}
+	if err := m.envScoped(r, r.PathValue("id")); err != nil {
+		m.writeError(w, r, err)
+		return
+	}
+	if PrincipalFrom(r.Context()).EnvironmentID != "" {
+		// A worker answers the calls it ran; the conversation is the user's.
+		if err := workerEvents(in); err != nil {
+			m.writeError(w, r, err)
+			return
+		}
+	}
 	stored, err := m.svc.SendEvents(r.Context(), tenant(r), r.PathValue("id"), in)
 	if err != nil {
 		m.writeError(w, r, err)
@@ -206,3 +217,19 @@ func (m *managedAPI) eventsDesc(r *http.Request, id string, before int64, types 
 // sseKeepAlive is how often an idle stream sends a ping (the SDK skips
 // them), so proxies keep the connection and dead clients are noticed.
 const sseKeepAlive = 15 * time.Second
+
+// workerEvents: an environment key sends tool results only.
+func workerEvents(in obj) error {
+	evs, err := in.Objects("events")
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		typ, _ := ev.Str("type")
+		if typ != "user.tool_result" && typ != "user.custom_tool_result" {
+			return Errorf(http.StatusForbidden, TypePermission,
+				"%s: an environment key sends user.tool_result and user.custom_tool_result events only, got %q", ev.Field("type"), typ)
+		}
+	}
+	return nil
+}

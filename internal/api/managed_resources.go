@@ -49,6 +49,13 @@ func (m *managedAPI) resourceSession(r *http.Request, change bool) (*store.Manag
 	if err == nil && change {
 		err = managed.Writable(s)
 	}
+	if err == nil && change {
+		if hosted, herr := m.svc.SelfHostedSession(r.Context(), s); herr != nil {
+			err = herr
+		} else if hosted {
+			err = BadRequest("session %s runs in a self_hosted environment: its resources are not supported yet (the daemon cannot mount them into a worker's directory)", s.ID)
+		}
+	}
 	return s, err
 }
 

@@ -25,6 +25,10 @@ func (m *managedAPI) createSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *managedAPI) getSession(w http.ResponseWriter, r *http.Request) {
+	if err := m.envScoped(r, r.PathValue("id")); err != nil {
+		m.writeError(w, r, err)
+		return
+	}
 	out, err := m.svc.GetSession(r.Context(), tenant(r), r.PathValue("id"))
 	if err != nil {
 		m.writeError(w, r, err)

@@ -27,9 +27,11 @@ func (s *Server) registerSkillRoutes(m *managedAPI, svc *skills.Service) {
 	s.mux.HandleFunc("DELETE /v1/skills/{id}", a(s.noQuery(k.deleteSkill)))
 	s.mux.HandleFunc("POST /v1/skills/{id}/versions", a(s.noQuery(k.createVersion)))
 	s.mux.HandleFunc("GET /v1/skills/{id}/versions", a(s.query(k.listVersions, "limit", "page")))
-	s.mux.HandleFunc("GET /v1/skills/{id}/versions/{version}", a(s.noQuery(k.getVersion)))
+	// A self_hosted environment's worker downloads its sessions' skills
+	// with the environment's key (read only).
+	s.mux.HandleFunc("GET /v1/skills/{id}/versions/{version}", s.envAuthenticated(s.noQuery(k.getVersion)))
 	s.mux.HandleFunc("DELETE /v1/skills/{id}/versions/{version}", a(s.noQuery(k.deleteVersion)))
-	s.mux.HandleFunc("GET /v1/skills/{id}/versions/{version}/content", a(s.noQuery(k.downloadVersion)))
+	s.mux.HandleFunc("GET /v1/skills/{id}/versions/{version}/content", s.envAuthenticated(s.noQuery(k.downloadVersion)))
 }
 
 // isSkillUpload tells the body limit that a request is a skill upload

@@ -148,10 +148,10 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("GET /v1/tenants", s.adminOnly(s.noQuery(s.listTenants)))
 	s.mux.HandleFunc("GET /v1/tenants/{id}", s.adminOnly(s.noQuery(s.getTenant)))
 
-	s.mux.HandleFunc("POST /v1/keys", s.adminOnly(s.createKey))
+	s.mux.HandleFunc("POST /v1/keys", s.authenticated(s.createKey))
 	s.mux.HandleFunc("GET /v1/keys", s.authenticated(s.query(s.listKeys, "tenant_id")))
 	s.mux.HandleFunc("GET /v1/keys/{id}", s.authenticated(s.noQuery(s.getKey)))
-	s.mux.HandleFunc("DELETE /v1/keys/{id}", s.adminOnly(s.revokeKey))
+	s.mux.HandleFunc("DELETE /v1/keys/{id}", s.authenticated(s.revokeKey))
 
 	if s.sandboxes != nil {
 		s.registerSandboxRoutes()

@@ -54,6 +54,18 @@ func TestCreateVerbsPrintWhatScriptsNeed(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &k); err != nil || !strings.HasPrefix(k.ID, "key_") || k.TenantID != tenant || !strings.HasPrefix(k.Secret, "ak_") {
 		t.Errorf("key create --json: %v %q", err, out)
 	}
+	// An environment key: made with a tenant key, for a self_hosted
+	// environment of the tenant; it reaches that environment's queue only.
+	envID := oneWord(t, "env create --self-hosted", run(t, bin, tenantEnv, 0, "env", "create", "--name", "workers", "--self-hosted"), "env_")
+	out, stderr = run2(t, bin, tenantEnv, 0, "key", "create", "--name", "worker", "--environment", envID)
+	envSecret := oneWord(t, "key create --environment", out, "ak_")
+	if !strings.Contains(stderr, "environment "+envID) {
+		t.Errorf("key create --environment does not name the environment: %q", stderr)
+	}
+	workerEnv := append(cleanEnv("AGENTKERNEL_URL=http://"+s.addr, "HOME="+t.TempDir()), "AGENTKERNEL_API_KEY="+envSecret)
+	if _, stderr := run2(t, bin, workerEnv, 1, "sandbox", "ls"); !strings.Contains(stderr, "environment key") {
+		t.Errorf("an environment key lists sandboxes: %q", stderr)
+	}
 	var tn struct{ ID, Name string }
 	out = run(t, bin, env, 0, "tenant", "create", "globex", "--json")
 	if err := json.Unmarshal([]byte(out), &tn); err != nil || !strings.HasPrefix(tn.ID, "tnt_") || tn.Name != "globex" {

@@ -18,10 +18,11 @@ func envCommand() command {
 }
 
 func envCreate(ctx context.Context, m *Main, args []string) error {
-	fs := m.newFlagSet("env create", "env create --name NAME [--driver process|docker] [--image IMAGE] [--sleep-after 5m] [--network none|host] [--memory-mb N] [--pids N] [--cpus N] [--json]")
+	fs := m.newFlagSet("env create", "env create --name NAME [--driver process|docker] [--image IMAGE] [--sleep-after 5m] [--network none|host] [--memory-mb N] [--pids N] [--cpus N] [--self-hosted] [--json]\n\n--self-hosted makes a self_hosted environment: its sessions' tools run on workers that poll its work queue (the SDK's environment worker, with a key from key create --environment), not in the daemon's sandboxes; the sandbox flags do not apply to it.")
 	var cf clientFlags
 	cf.register(fs)
 	name := fs.String("name", "", "the environment's name (required)")
+	selfHosted := fs.Bool("self-hosted", false, "a self_hosted environment, served by workers on other hosts")
 	meta := map[string]*string{
 		"agentkernel.driver":      fs.String("driver", "", "sandbox driver: process or docker (default: [sandbox] driver)"),
 		"agentkernel.image":       fs.String("image", "", "sandbox image (default: [sandbox] image or docker_image)"),
@@ -41,6 +42,9 @@ func envCreate(ctx context.Context, m *Main, args []string) error {
 		return fmt.Errorf("%w: env create needs --name", errUsage)
 	}
 	p := anthropic.BetaEnvironmentNewParams{Name: *name}
+	if *selfHosted {
+		p.Config = anthropic.BetaEnvironmentNewParamsConfigUnion{OfSelfHosted: &anthropic.BetaSelfHostedConfigParams{}}
+	}
 	for k, v := range meta {
 		if *v != "" {
 			if p.Metadata == nil {

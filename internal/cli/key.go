@@ -9,7 +9,7 @@ import (
 )
 
 func keyCommand() command {
-	return command{name: "key", summary: "API keys (admin)", subs: []command{
+	return command{name: "key", summary: "API keys (admin; a tenant key makes environment keys)", subs: []command{
 		{name: "create", summary: "create a key and print its secret (shown once)", run: keyCreate},
 		{name: "ls", aliases: []string{"list"}, summary: "list keys", run: keyList},
 		{name: "revoke", aliases: []string{"rm"}, summary: "revoke a key", run: keyRevoke},
@@ -19,13 +19,14 @@ func keyCommand() command {
 // keyCreate prints the secret alone on stdout; --json prints the whole key
 // (id, tenant and secret).
 func keyCreate(ctx context.Context, m *Main, args []string) error {
-	fs := m.newFlagSet("key create", "key create --name NAME [--tenant ID] [--admin] [--json]\n\nPrints the secret alone on stdout (shown only once); the key's id goes to stderr. --json prints both.")
+	fs := m.newFlagSet("key create", "key create --name NAME [--tenant ID] [--admin | --environment ENV_ID] [--json]\n\nPrints the secret alone on stdout (shown only once); the key's id goes to stderr. --json prints both.\n--environment makes an environment key: the credential of a self_hosted environment's workers, which reaches that environment's work queue and its sessions' events only.")
 	var cf clientFlags
 	cf.register(fs)
 	var p agentkernel.KeyCreateParams
 	fs.StringVar(&p.Name, "name", "", "a name for the key (required)")
 	fs.StringVar(&p.TenantID, "tenant", "", "tenant id (default: the caller's tenant)")
 	fs.BoolVar(&p.Admin, "admin", false, "make an admin key")
+	fs.StringVar(&p.EnvironmentID, "environment", "", "make an environment key of this self_hosted environment (env_…)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -41,7 +42,11 @@ func keyCreate(ctx context.Context, m *Main, args []string) error {
 	}
 	// The secret is what a script needs (`key=$(agentkernel key create …)`);
 	// the id, for `key revoke`, and the warning go to stderr.
-	fmt.Fprintf(m.Stderr, "created key %s (tenant %s); the secret below is shown only once: store it now\n", k.ID, k.TenantID)
+	scope := "tenant " + k.TenantID
+	if k.EnvironmentID != nil {
+		scope = "environment " + *k.EnvironmentID + " of tenant " + k.TenantID
+	}
+	fmt.Fprintf(m.Stderr, "created key %s (%s); the secret below is shown only once: store it now\n", k.ID, scope)
 	fmt.Fprintln(m.Stdout, k.Secret)
 	return nil
 }
@@ -66,9 +71,13 @@ func keyList(ctx context.Context, m *Main, args []string) error {
 		if k.RevokedAt != nil {
 			state = "revoked"
 		}
-		rows = append(rows, []string{k.ID, k.Name, k.TenantID, k.Prefix + "…", yesNo(k.Admin), state, k.CreatedAt.Format(time.RFC3339)})
+		env := "-"
+		if k.EnvironmentID != nil {
+			env = *k.EnvironmentID
+		}
+		rows = append(rows, []string{k.ID, k.Name, k.TenantID, env, k.Prefix + "…", yesNo(k.Admin), state, k.CreatedAt.Format(time.RFC3339)})
 	}
-	return table(m.Stdout, []string{"ID", "NAME", "TENANT", "PREFIX", "ADMIN", "STATE", "CREATED"}, rows)
+	return table(m.Stdout, []string{"ID", "NAME", "TENANT", "ENVIRONMENT", "PREFIX", "ADMIN", "STATE", "CREATED"}, rows)
 }
 
 func keyRevoke(ctx context.Context, m *Main, args []string) error {

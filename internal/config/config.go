@@ -58,6 +58,8 @@ type Config struct {
 	Resources ResourcesConfig `toml:"resources"`
 	// Webhooks is the delivery of events to tenants' endpoints.
 	Webhooks WebhooksConfig `toml:"webhooks"`
+	// WorkQueue is the work queue of self_hosted environments.
+	WorkQueue WorkQueueConfig `toml:"work_queue"`
 }
 
 // PackagesConfig points the package managers of environment builds at the
@@ -236,6 +238,7 @@ func Default() Config {
 		DurableObjects: DefaultDurableObjects(),
 		Monitor:        DefaultMonitor(),
 		Webhooks:       DefaultWebhooks(),
+		WorkQueue:      DefaultWorkQueue(),
 		Files:          FilesConfig{MaxUploadBytes: DefaultMaxUploadBytes},
 	}
 }

@@ -136,6 +136,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateMonitor()...)
 	errs = append(errs, c.validateEgress()...)
 	errs = append(errs, c.validateWebhooks()...)
+	errs = append(errs, c.validateWorkQueue()...)
 	errs = append(errs, c.validateResources()...)
 	return errors.Join(errs...)
 }

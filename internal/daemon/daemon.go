@@ -22,6 +22,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/blob/blobgc"
 	"github.com/agentkernel/agentkernel/internal/blob/fsblob"
 	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/envwork"
 	"github.com/agentkernel/agentkernel/internal/files"
 	managedsvc "github.com/agentkernel/agentkernel/internal/managed"
 	"github.com/agentkernel/agentkernel/internal/memory"
@@ -215,12 +216,15 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		managed.Skills = d.skills
 		managed.Packages = pkgs
 		managed.Resources = d.resources
+		if ws, ok := st.(store.WorkStore); ok {
+			managed.Work = envwork.New(envwork.Options{Store: ws, LeaseTTL: cfg.WorkQueue.LeaseTTL.D(), Log: log})
+		}
 		d.events, d.runner = events, runner
 		d.AddService(events)
 		ws := wsnap.Sandboxes{Locker: mgr, Snaps: d.snaps}
 		managed.Lineage = newLineage(st, events, runner.Wake, ws, mgr, d.resources, log)
 		rt, err := newSessionRuntime(cfg, st, events, mgr, sessionServices{vaults: d.vaults, skills: d.skills, packages: pkgs,
-			resources: d.resources, workspaces: ws}, log)
+			resources: d.resources, workspaces: ws, work: managed.Work}, log)
 		if err != nil {
 			d.closeStores()
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/envwork"
 	"github.com/agentkernel/agentkernel/internal/ids"
 	"github.com/agentkernel/agentkernel/internal/model"
 	"github.com/agentkernel/agentkernel/internal/packages"
@@ -29,6 +30,8 @@ type sessionServices struct {
 	resources *resources.Service
 	// workspaces snapshots workspaces at step boundaries and seeds forks'.
 	workspaces session.Workspaces
+	// work is the work queue of self_hosted environments (nil: none).
+	work *envwork.Queue
 }
 
 func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventLog, mgr *sandbox.Manager, svc sessionServices, log *slog.Logger) (*session.Runtime, error) {
@@ -75,6 +78,9 @@ func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventL
 	}
 	if svc.resources != nil {
 		rtCfg.Context = append(rtCfg.Context, svc.resources)
+	}
+	if svc.work != nil {
+		rtCfg.Work = svc.work
 	}
 	return session.NewRuntime(rtCfg)
 }
