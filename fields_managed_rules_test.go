@@ -379,7 +379,35 @@ func managedRules(w *managedWalker) []fieldRule {
 				w.outcomeHolds(t, c, c.state["session"].(string))
 			}
 		}),
-		notYet(`^events\.send \.events\[\]<Of(UserToolResult|SystemMessage)>`, "events[0].type"),
+		rule(`^events\.send \.events\[\]<OfUserToolResult>(\.type|\.tool_use_id|\.is_error|\.content\[\]<OfText>\.(text|type))$`).with(func(t *testing.T, c *fieldCase) any {
+			w.pendingRemoteCall(t, c)
+			switch {
+			case strings.HasSuffix(c.leaf.path, "<OfUserToolResult>.type"):
+				return "user.tool_result"
+			case strings.HasSuffix(c.leaf.path, ".tool_use_id"):
+				return c.state["call"]
+			case strings.HasSuffix(c.leaf.path, ".is_error"):
+				return true
+			case strings.HasSuffix(c.leaf.path, "<OfText>.type"):
+				return "text"
+			}
+			return c.marker
+		}).does(func(t *testing.T, c *fieldCase) {
+			w.resumes(t, c, func(b anthropictest.Block) bool {
+				switch {
+				case strings.HasSuffix(c.leaf.path, ".is_error"):
+					return b.IsError
+				case strings.Contains(c.leaf.path, ".content"):
+					return strings.Contains(b.ToolResultText(), c.marker)
+				}
+				return b.ToolUseID != ""
+			})
+		}),
+		notYet(`^events\.send \.events\[\]<OfUserToolResult>\.content\[\]<Of(Image|Document|SearchResult)>`, "events[0].content[0].type").with(func(t *testing.T, c *fieldCase) any {
+			w.pendingRemoteCall(t, c) // so that only the content is wrong
+			return nonDefault(t, c.leaf, c.marker)
+		}),
+		notYet(`^events\.send \.events\[\]<OfSystemMessage>`, "events[0].type"),
 
 		// Environments.
 		rule(`^environment\.(create|update) \.(name|description)$`).does(func(t *testing.T, c *fieldCase) { w.echoes(c.leaf.path)(t, c) }),
@@ -401,7 +429,11 @@ func managedRules(w *managedWalker) []fieldRule {
 			w.echoes(".config.packages."+strings.TrimSuffix(c.leaf.path[strings.LastIndex(c.leaf.path, ".")+1:], "[]")+"[0]")(t, c)
 		}),
 		notYet(`^environment\.(create|update) \.config<OfCloud>\.packages\.(apt|cargo|gem|go)\[\]$`, "config.packages."),
-		notYet(`^environment\.(create|update) \.config<OfSelfHosted>`, "config.type"),
+		// A self_hosted environment's sessions are served by workers
+		// (TestSelfHostedSessionRunsOnTheSDKWorker); its type is fixed at
+		// create, so an update to it is refused.
+		rule(`^environment\.create \.config<OfSelfHosted>\.type$`).does(w.echoes(".config.type")),
+		notYet(`^environment\.update \.config<OfSelfHosted>\.type$`, "config.type"),
 	}
 	return rules
 }

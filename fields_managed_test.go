@@ -53,6 +53,8 @@ type managedWalker struct {
 	c     anthropic.Client
 	seq   atomic.Int64
 	envID string
+	// hostedEnvID is a self_hosted environment, made at first use.
+	hostedEnvID string
 	// mcpURL is a real MCP server (one echo tool) agents may name.
 	mcpURL string
 }
@@ -501,6 +503,24 @@ func (w *managedWalker) pendingCustomCall(t *testing.T, c *fieldCase) {
 	w.pendingCall(t, c, map[string]any{"tools": []any{map[string]any{"type": "custom", "name": "walk_tool", "input_schema": map[string]any{"type": "object"}}}},
 		"walk_tool", "agent.custom_tool_use")
 	c.state["fill.events[]<OfUserCustomToolResult>.custom_tool_use_id"] = c.state["call"]
+}
+
+// pendingRemoteCall is pendingCall of a bash call in a self_hosted
+// environment's session: the turn waits for a worker's user.tool_result.
+func (w *managedWalker) pendingRemoteCall(t *testing.T, c *fieldCase) {
+	if w.hostedEnvID == "" {
+		w.hostedEnvID = w.post(t, "/v1/environments", map[string]any{"name": "walk-hosted", "config": map[string]any{"type": "self_hosted"}})["id"].(string)
+	}
+	agentID := w.agent(t, map[string]any{"tools": []any{map[string]any{"type": "agent_toolset_20260401"}}})
+	s := w.post(t, "/v1/sessions", map[string]any{"agent": agentID, "environment_id": w.hostedEnvID})["id"].(string)
+	for _, e := range w.say(t, s, "call:bash "+c.marker) {
+		if e["type"] == "agent.tool_use" {
+			c.state["session"], c.state["call"] = s, e["id"]
+			c.state["fill.events[]<OfUserToolResult>.tool_use_id"] = e["id"]
+			return
+		}
+	}
+	t.Fatalf("no agent.tool_use in session %s", s)
 }
 
 // resumes sends a case that answers the pending call and checks what the

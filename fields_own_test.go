@@ -172,6 +172,10 @@ func (w *ownWalker) newCase(t *testing.T, route string, typ reflect.Type, l leaf
 		path = fmt.Sprintf("/v1/objects/counter/walk-%s/%s", c.marker, path[strings.LastIndex(path, "/")+1:])
 	case strings.HasPrefix(route, "POST /v1/tickets/{id}"):
 		path = "/v1/tickets/" + w.ticket + "/results"
+	case strings.HasPrefix(route, "POST /v1/environments/{id}/work/"):
+		env, _ := c.state["env"].(string)
+		work, _ := c.state["work"].(string)
+		path = strings.NewReplacer(w.sandbox, env, "{work_id}", work).Replace(path)
 	case strings.HasPrefix(route, "POST /v1/sessions/{id}/"):
 		sid, _ := c.state["session"].(string)
 		path = "/v1/sessions/" + sid + path[strings.LastIndex(path, "/"):]
@@ -190,6 +194,27 @@ func (w *ownWalker) newCase(t *testing.T, route string, typ reflect.Type, l leaf
 		return w.do(t, "POST", path, body)
 	}
 	return c
+}
+
+// hostedEnv is a self_hosted environment.
+func (w *ownWalker) hostedEnv(t *testing.T) string {
+	return w.create(t, "/v1/environments", map[string]any{"name": "walk-hosted", "config": map[string]any{"type": "self_hosted"}})["id"].(string)
+}
+
+// ackedWork is the work of a new session of a self_hosted environment,
+// polled and acked (state env and work).
+func (w *ownWalker) ackedWork(t *testing.T, c *fieldCase) {
+	t.Helper()
+	env := w.hostedEnv(t)
+	w.create(t, "/v1/sessions", map[string]any{"agent": w.agent(t, nil), "environment_id": env})
+	code, item := w.do(t, "GET", "/v1/environments/"+env+"/work/poll", nil)
+	if code != 200 || item == nil || item["id"] == nil {
+		t.Fatalf("poll: %d %v", code, item)
+	}
+	if code, out := w.do(t, "POST", "/v1/environments/"+env+"/work/"+item["id"].(string)+"/ack", nil); code != 200 || out["state"] != "starting" {
+		t.Fatalf("ack: %d %v", code, out)
+	}
+	c.state["env"], c.state["work"] = env, item["id"].(string)
 }
 
 // walkSession is a session with one ended turn (no model serves the walk
@@ -317,6 +342,45 @@ func ownRules(w *ownWalker) []fieldRule {
 			}
 			if code, body := call(t, "POST", w.d.URL+"/v1/tenants", out["secret"].(string), `{"name":"by-`+c.marker+`"}`); code != 201 && code != 200 {
 				t.Errorf("an admin key could not create a tenant: %d %v", code, body)
+			}
+		}),
+
+		rule(`^POST /v1/keys \.environment_id$`).with(func(t *testing.T, c *fieldCase) any {
+			return w.hostedEnv(t)
+		}).does(func(t *testing.T, c *fieldCase) {
+			c.state["base"] = map[string]any{"name": "walk"}
+			out := created(t, c)
+			if out == nil {
+				return
+			}
+			secret := out["secret"].(string)
+			env := c.value.(string)
+			if code, body := call(t, "GET", w.d.URL+"/v1/environments/"+env+"/work/stats", secret, ""); code != 200 {
+				t.Errorf("an environment key cannot read its queue: %d %v", code, body)
+			}
+			if code, _ := call(t, "GET", w.d.URL+"/v1/agents", secret, ""); code != 403 {
+				t.Errorf("an environment key reads agents: %d", code)
+			}
+		}),
+
+		// The work queue of self_hosted environments.
+		rule(`^POST /v1/environments/\{id\}/work/\{work_id\} \.metadata$`).with(func(t *testing.T, c *fieldCase) any {
+			w.ackedWork(t, c)
+			return map[string]any{"walk": c.marker}
+		}).does(func(t *testing.T, c *fieldCase) {
+			if out := created(t, c); out != nil {
+				got := w.get(t, "/v1/environments/"+c.state["env"].(string)+"/work/"+c.state["work"].(string))
+				holds(t, c, ".metadata.walk", jsonAt(got, ".metadata.walk"), c.marker)
+			}
+		}),
+		rule(`^POST /v1/environments/\{id\}/work/\{work_id\}/stop \.force$`).with(func(t *testing.T, c *fieldCase) any {
+			w.ackedWork(t, c)
+			return true
+		}).does(func(t *testing.T, c *fieldCase) {
+			// Without force an acked item is stopping (its worker stops
+			// it); with force it is stopped at once.
+			if out := created(t, c); out != nil && (out["state"] != "stopped" || out["stopped_at"] == nil) {
+				t.Errorf("%s force: %v, want stopped", c.body, out)
 			}
 		}),
 
