@@ -42,9 +42,9 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) (blob.Info, er
 	switch {
 	case err == io.EOF || err == io.ErrUnexpectedEOF:
 		err = s.putSingle(ctx, key, (*bp)[:n])
-		s.bufs.Put(bp)
+		s.putBuf(bp)
 	case err != nil:
-		s.bufs.Put(bp)
+		s.putBuf(bp)
 		err = fmt.Errorf("read after %d bytes: %w", src.n, err)
 	default:
 		err = s.putMultipart(ctx, key, src, bp)
@@ -55,7 +55,19 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) (blob.Info, er
 	return blob.Info{Key: key, Size: src.n, SHA256: src.sum, ModTime: time.Now()}, nil
 }
 
-func (s *Store) getBuf() *[]byte { return s.bufs.Get().(*[]byte) }
+// getBuf and putBuf hand out part buffers, counting those held (a test
+// checks the bound).
+func (s *Store) getBuf() *[]byte {
+	n := s.heldBufs.Add(1)
+	for p := s.peakBufs.Load(); n > p && !s.peakBufs.CompareAndSwap(p, n); p = s.peakBufs.Load() {
+	}
+	return s.bufs.Get().(*[]byte)
+}
+
+func (s *Store) putBuf(b *[]byte) {
+	s.heldBufs.Add(-1)
+	s.bufs.Put(b)
+}
 
 func (s *Store) putSingle(ctx context.Context, key string, body []byte) error {
 	// A cancelled Put must not replace the old blob.
@@ -74,7 +86,7 @@ func (s *Store) putMultipart(ctx context.Context, key string, src *payload, firs
 	up, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &name,
 		ContentType: aws.String(contentType)})
 	if err != nil {
-		s.bufs.Put(first)
+		s.putBuf(first)
 		return fmt.Errorf("create multipart upload: %w", err)
 	}
 	id := aws.ToString(up.UploadId)
@@ -122,7 +134,7 @@ func (s *Store) uploadParts(ctx context.Context, name, id string, src *payload, 
 	for num := int32(1); ; num++ {
 		buf, body := bp, (*bp)[:n]
 		g.Go(func() error {
-			defer s.bufs.Put(buf)
+			defer s.putBuf(buf)
 			out, err := s.client.UploadPart(gctx, &s3.UploadPartInput{Bucket: &s.bucket, Key: &name, UploadId: &id,
 				PartNumber: aws.Int32(num), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))})
 			if err != nil {
@@ -142,18 +154,18 @@ func (s *Store) uploadParts(ctx context.Context, name, id string, src *payload, 
 		if err == io.EOF || gctx.Err() != nil {
 			// The stream ended with the part before, or an upload failed
 			// (g.Wait reports it).
-			s.bufs.Put(bp)
+			s.putBuf(bp)
 			break
 		}
 		if err == io.ErrUnexpectedEOF {
 			last = true
 		} else if err != nil {
-			s.bufs.Put(bp)
+			s.putBuf(bp)
 			readErr = fmt.Errorf("read after %d bytes: %w", src.n, err)
 			break
 		}
 		if num == maxParts {
-			s.bufs.Put(bp)
+			s.putBuf(bp)
 			readErr = fmt.Errorf("blob larger than %d parts of %d bytes (raise the part size)", maxParts, s.partSize)
 			break
 		}

@@ -30,6 +30,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -93,6 +94,8 @@ type Store struct {
 	conc     int
 	log      *slog.Logger
 	bufs     sync.Pool
+	heldBufs atomic.Int64
+	peakBufs atomic.Int64
 	// uploads holds the multipart upload ids of this process's Puts in
 	// flight, which RemoveTemp never aborts whatever their age.
 	uploads sync.Map
