@@ -170,11 +170,8 @@ func (o Options) check() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("s3blob: blob.%s: %s", field, fmt.Sprintf(format, args...)))
 	}
-	if o.Endpoint == "" {
-		bad("endpoint", "required: the server's base URL, e.g. https://s3.us-east-1.amazonaws.com or http://127.0.0.1:7070")
-	} else if u, err := url.Parse(o.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		bad("endpoint", "%q is not an http or https URL without credentials, query or fragment", o.Endpoint)
+	if err := CheckEndpoint(o.Endpoint); err != nil {
+		bad("endpoint", "%v", err)
 	}
 	if err := CheckBucketName(o.Bucket); err != nil {
 		bad("bucket", "%v", err)
@@ -195,6 +192,19 @@ func (o Options) check() error {
 		errs = append(errs, fmt.Errorf("s3blob: Concurrency %d is negative", o.Concurrency))
 	}
 	return errors.Join(errs...)
+}
+
+// CheckEndpoint accepts an http or https base URL without credentials,
+// query or fragment.
+func CheckEndpoint(endpoint string) error {
+	if endpoint == "" {
+		return errors.New("required: the server's base URL, e.g. https://s3.us-east-1.amazonaws.com or http://127.0.0.1:7070")
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q is not an http or https URL without credentials, query or fragment", endpoint)
+	}
+	return nil
 }
 
 // CheckBucketName applies S3's bucket naming rules: 3 to 63 lowercase
