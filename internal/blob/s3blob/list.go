@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -44,8 +45,17 @@ type entry struct {
 	isDir   bool
 }
 
+// listPrefetch is how many footers List reads at once: one request per
+// blob, each a round trip, which a blob GC pass over many blobs would
+// otherwise wait for one after the other.
+const listPrefetch = 16
+
 // walk yields the blobs below dir ("" or ending in "/") whose keys start
 // with prefix. It returns false when the consumer stopped.
+//
+// The footers of a level's blobs are read up to listPrefetch ahead, and
+// yielded in key order; the queue is drained before descending into a
+// sub-level, so only one level has reads in flight.
 func (s *Store) walk(ctx context.Context, dir, prefix string, yield func(blob.Info, error) bool) bool {
 	if err := ctx.Err(); err != nil {
 		return yield(blob.Info{}, err)
@@ -54,13 +64,38 @@ func (s *Store) walk(ctx context.Context, dir, prefix string, yield func(blob.In
 	if err != nil {
 		return yield(blob.Info{}, fmt.Errorf("s3blob: list %q: %w", dir, err))
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel() // the consumer may have stopped: drop the reads ahead
+		wg.Wait()
+	}()
+	type stat struct {
+		info blob.Info
+		err  error
+	}
+	var queue []chan stat
+	// drain yields the first n queued footers.
+	drain := func(n int) bool {
+		for _, ch := range queue[:n] {
+			r := <-ch
+			if errors.Is(r.err, blob.ErrNotFound) {
+				continue // deleted since the listing
+			}
+			if !yield(r.info, r.err) {
+				return false
+			}
+		}
+		queue = queue[n:]
+		return true
+	}
 	for _, e := range entries {
 		key := dir + e.keyName
 		if e.isDir {
 			// Descend when keys below may match: the level is inside the
 			// prefix, or the prefix continues inside the level.
 			if strings.HasPrefix(key, prefix) || strings.HasPrefix(prefix, key) {
-				if !s.walk(ctx, key, prefix, yield) {
+				if !drain(len(queue)) || !s.walk(ctx, key, prefix, yield) {
 					return false
 				}
 			}
@@ -69,15 +104,17 @@ func (s *Store) walk(ctx context.Context, dir, prefix string, yield func(blob.In
 		if !strings.HasPrefix(key, prefix) {
 			continue
 		}
-		info, err := s.Stat(ctx, key)
-		if errors.Is(err, blob.ErrNotFound) {
-			continue // deleted since the listing
-		}
-		if !yield(info, err) {
+		if len(queue) == listPrefetch && !drain(1) {
 			return false
 		}
+		ch := make(chan stat, 1)
+		queue = append(queue, ch)
+		wg.Go(func() {
+			info, err := s.Stat(ctx, key)
+			ch <- stat{info, err}
+		})
 	}
-	return true
+	return drain(len(queue))
 }
 
 // readLevel returns the blobs and sub-levels directly under dir in key
