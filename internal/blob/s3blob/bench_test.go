@@ -20,7 +20,7 @@ import (
 var benchSizes = []struct {
 	name string
 	size int64
-}{{"1MiB", 1 << 20}, {"64MiB", 64 << 20}}
+}{{"4KiB", 4 << 10}, {"1MiB", 1 << 20}, {"64MiB", 64 << 20}}
 
 func benchEngines(b *testing.B) map[string]blob.Store {
 	fs, err := fsblob.Open(context.Background(), b.TempDir(), fsblob.Options{})

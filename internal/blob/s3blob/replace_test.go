@@ -22,7 +22,10 @@ func TestGetBlobReplacedAfterItsFooter(t *testing.T) {
 	o := testOptions(t)
 	writer := openTest(t, o)
 	ctx := context.Background()
-	if _, err := writer.Put(ctx, "k", strings.NewReader("the first version")); err != nil {
+	// Larger than what Get's first request brings along with the footer.
+	v1 := strings.Repeat("the first version ", smallBlob/10)
+	v2 := strings.Repeat("version two, longer than the first ", smallBlob/10)
+	if _, err := writer.Put(ctx, "k", strings.NewReader(v1)); err != nil {
 		t.Fatal(err)
 	}
 	var footers atomic.Int32
@@ -33,7 +36,7 @@ func TestGetBlobReplacedAfterItsFooter(t *testing.T) {
 		// Right after the first footer is served, another writer replaces
 		// the blob.
 		if err == nil && strings.HasPrefix(r.Header.Get("Range"), "bytes=-") && footers.Add(1) == 1 {
-			if _, err := writer.Put(ctx, "k", strings.NewReader("version two, longer than the first")); err != nil {
+			if _, err := writer.Put(ctx, "k", strings.NewReader(v2)); err != nil {
 				t.Error(err)
 			}
 		}
@@ -45,11 +48,44 @@ func TestGetBlobReplacedAfterItsFooter(t *testing.T) {
 	}
 	defer reader.Close()
 	got, info := blobtest.ReadAll(t, reader, "k")
-	if string(got) != "version two, longer than the first" || info.Size != int64(len(got)) {
-		t.Fatalf("Get = %q (info %+v), want the second version", got, info)
+	if string(got) != v2 || info.Size != int64(len(got)) {
+		t.Fatalf("Get = %d bytes (info %+v), want the second version's %d", len(got), info, len(v2))
 	}
 	if n := footers.Load(); n != 2 {
 		t.Fatalf("Get read %d footers, want 2 (the replaced blob's, then the new one's)", n)
+	}
+}
+
+// TestSmallBlobOneRequest: a blob that fits in Get's first request with
+// its footer is read with that one request; a larger one takes two.
+func TestSmallBlobOneRequest(t *testing.T) {
+	o := testOptions(t)
+	var gets atomic.Int32
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	defer tr.CloseIdleConnections()
+	o.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Method == http.MethodGet {
+			gets.Add(1)
+		}
+		return tr.RoundTrip(r)
+	})}
+	s := openTest(t, o)
+	for _, n := range []int{0, 1, smallBlob, smallBlob + 1} {
+		data := strings.Repeat("s", n)
+		if _, err := s.Put(context.Background(), "k", strings.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+		gets.Store(0)
+		if got, _ := blobtest.ReadAll(t, s, "k"); string(got) != data {
+			t.Fatalf("Get of %d bytes returned %d", n, len(got))
+		}
+		want := int32(1)
+		if n > smallBlob {
+			want = 2
+		}
+		if got := gets.Load(); got != want {
+			t.Errorf("Get of a %d-byte blob took %d GET requests, want %d", n, got, want)
+		}
 	}
 }
 
