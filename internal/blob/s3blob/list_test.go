@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/agentkernel/agentkernel/internal/blob"
+	"github.com/agentkernel/agentkernel/internal/blob/blobtest"
 )
 
 // TestListSkipsForeignObjects: objects under the prefix that no Put makes
@@ -68,5 +70,34 @@ func TestTraversalKeysNeverReachTheServer(t *testing.T) {
 				t.Errorf("a refused Put wrote %q", aws.ToString(o.Key))
 			}
 		}
+	}
+}
+
+// TestKeysWithSpecialCharacters: characters that URLs and XML escape
+// (space, +, %, &, <, ?, #, non-ASCII) survive Put, Get and List.
+func TestKeysWithSpecialCharacters(t *testing.T) {
+	s := openTest(t, testOptions(t))
+	ctx := context.Background()
+	keys := []string{"a b/c+d", "a b/e%20f", "a b/g&h<i>", "a b/j?k#l", "a b/né/ü", "a b/x~y=z;w'q\"", "a b/\uFFFD\u4e2d"}
+	for _, k := range keys {
+		if _, err := s.Put(ctx, k, strings.NewReader(k)); err != nil {
+			t.Fatalf("Put(%q): %v", k, err)
+		}
+	}
+	for _, k := range keys {
+		if got, _ := blobtest.ReadAll(t, s, k); string(got) != k {
+			t.Fatalf("Get(%q) = %q", k, got)
+		}
+	}
+	var got []string
+	for info, err := range s.List(ctx, "a b/") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, info.Key)
+	}
+	want := slices.Sorted(slices.Values(keys))
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("List = %q, want %q", got, want)
 	}
 }

@@ -16,9 +16,12 @@
 // CompleteMultipartUpload. A writer that dies mid-upload leaves an incomplete
 // multipart upload, never a partial object; RemoveTemp aborts those.
 //
-// Reads are two ranged GETs: the footer, then the blob's bytes with If-Match
-// on the footer's ETag, so a blob replaced in between is read again rather
-// than checked against the wrong footer.
+// A Get is one suffix-range GET for the footer (with up to 64 KiB before
+// it, so a small blob comes whole) and, for a larger blob, a second for the
+// bytes with If-Match on the footer's ETag, so a blob replaced in between
+// is read again rather than checked against the wrong footer. List walks
+// the key space level by level (delimiter "/") and reads each blob's
+// footer, a few at a time.
 package s3blob
 
 import (
