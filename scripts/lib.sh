@@ -137,12 +137,14 @@ s3_start() {
 }
 
 # s3_stop DIR stops the server s3_start DIR started (nothing when none runs)
-# and waits until it is gone.
+# and waits until it is gone. A pid file that outlived its server (the pid
+# may be another process's by now) only signals a process whose command
+# line names DIR/data.
 s3_stop() {
 	local dir="$1" pid
 	[ -s "$dir/pid" ] || return 0
 	pid="$(cat "$dir/pid")"
-	if pid_alive "$pid"; then
+	if pid_alive "$pid" && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "posix $dir/data"; then
 		kill "$pid" 2>/dev/null || true
 		for _ in $(seq 1 100); do pid_alive "$pid" || break; sleep 0.1; done
 		if pid_alive "$pid"; then
