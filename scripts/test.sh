@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh Debian machine: installs what the
 # tests need, starts dockerd (if it is not running) and a throwaway
-# PostgreSQL cluster, runs `go test -race ./...` with
-# AGENTKERNEL_TEST_POSTGRES_URL set and TMPDIR inside this run's work dir,
-# then checks that the tests left nothing behind (processes, containers,
-# temp files), stops what it started and removes its work dir.
+# PostgreSQL cluster and a throwaway S3-compatible server (versitygw, built
+# once and cached: scripts/lib.sh), runs `go test -race ./...` with
+# AGENTKERNEL_TEST_POSTGRES_URL and AGENTKERNEL_TEST_S3_* set and TMPDIR
+# inside this run's work dir, then checks that the tests left nothing behind
+# (processes, containers, temp files), stops what it started and removes its
+# work dir.
 #
 # With CI=true a dependency that does not come up (dockerd, the docker test
-# image, PostgreSQL, an interpreter) fails the run at once, and the tests
-# fail instead of skipping when one is missing (internal/testenv).
+# image, PostgreSQL, the S3 server, an interpreter) fails the run at once,
+# and the tests fail instead of skipping when one is missing
+# (internal/testenv).
 #
 # Extra arguments go to `go test` (default: ./...).
 set -euo pipefail
@@ -28,7 +31,7 @@ missing() {
 }
 
 require_go
-apt_install bubblewrap docker.io busybox-static iproute2 ca-certificates python3 nodejs python3-pip git
+apt_install bubblewrap docker.io busybox-static iproute2 ca-certificates python3 nodejs python3-pip git curl
 # npm ships with NodeSource's nodejs, which conflicts with Debian's npm
 # package: install it only where nodejs came without it.
 [ -x /usr/bin/npm ] || apt_install npm
@@ -58,6 +61,7 @@ cleanup() {
 		log "stopping PostgreSQL"
 		run_pg "$PG_CTL" -D "$PGDATA" -m immediate -w stop >/dev/null 2>&1 || true
 	fi
+	s3_stop "$WORK/s3"
 	stop_dockerd
 	rm -rf "$WORK" || log "could not remove $WORK"
 	exit $rc
@@ -93,6 +97,19 @@ start_postgres() {
 		return 0
 	fi
 	export AGENTKERNEL_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+}
+
+# start_s3 starts the S3 server of the blob engine s3's tests; it exports
+# AGENTKERNEL_TEST_S3_*.
+start_s3() {
+	mkdir -p "$WORK/s3"
+	if ! s3_start "$WORK/s3"; then
+		tail -20 "$WORK/s3/log" >&2 2>/dev/null || true
+		s3_stop "$WORK/s3"
+		missing "the S3 test server (versitygw) did not start"
+		return 0
+	fi
+	log "S3 test server (versitygw) on $AGENTKERNEL_TEST_S3_ENDPOINT ($WORK/s3)"
 }
 
 start_dockerd() {
@@ -136,6 +153,7 @@ stop_dockerd() {
 }
 
 start_postgres
+start_s3
 start_dockerd
 if docker info >/dev/null 2>&1; then
 	log "building the docker test image (cached by tag)"
@@ -147,6 +165,9 @@ set +e
 TMPDIR="$WORK/tmp" go test -race -timeout 45m -count=1 "${@:-./...}"
 rc=$?
 set -e
+# Stopped before the leak check, which would otherwise count it (its
+# command line names the work dir).
+s3_stop "$WORK/s3"
 
 if ! LEAK_WORK="$WORK" bash scripts/leakcheck.sh; then
 	[ $rc -ne 0 ] || rc=1

@@ -23,7 +23,9 @@ const ReservedSuffix = ".blob"
 // segments that are non-empty (no leading, trailing or doubled "/"), at most
 // MaxSegmentLen bytes, do not start with "." (no "." or ".." traversal, and
 // names starting with "." are kept for engines' own temp files), do not end
-// with ReservedSuffix, and contain no backslash, NUL or other control byte.
+// with ReservedSuffix, and contain no backslash, NUL or other control byte,
+// nor U+FFFE or U+FFFF, the two code points valid UTF-8 can carry that XML
+// cannot (S3 lists keys in XML: such a key would drop out of List).
 // The returned error is a *KeyError.
 func ValidateKey(key string) error {
 	if key == "" {
@@ -34,6 +36,9 @@ func ValidateKey(key string) error {
 	}
 	if !utf8.ValidString(key) {
 		return &KeyError{Key: key, Reason: "not valid UTF-8"}
+	}
+	if strings.ContainsAny(key, "\uFFFE\uFFFF") {
+		return &KeyError{Key: key, Reason: "contains U+FFFE or U+FFFF (not representable in XML)"}
 	}
 	if strings.HasPrefix(key, "/") {
 		return &KeyError{Key: key, Reason: "absolute path: keys must not start with /"}

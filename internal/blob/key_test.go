@@ -29,6 +29,8 @@ func TestValidateKey(t *testing.T) {
 		"x.blob":                             "reserved",
 		"a/x.blob/b":                         "reserved",
 		"bad\xff":                            "UTF-8",
+		"a\uFFFEb":                           "U+FFFE",
+		"a/\uFFFF":                           "U+FFFF",
 		strings.Repeat("s", MaxSegmentLen+1): "segment longer",
 		strings.Repeat("k", MaxKeyLen+1):     "longer than 1024",
 	}

@@ -173,14 +173,33 @@ type StoreConfig struct {
 
 // BlobConfig selects the blob store.
 type BlobConfig struct {
-	// Engine is "fs" (default).
+	// Engine is "fs" (default: files under Path) or "s3" (a bucket of an
+	// S3-compatible store, which several daemons can share).
 	Engine string `toml:"engine"`
 	// Path is the blob root for the fs engine; default $home/blobs.
 	Path string `toml:"path"`
-	// GCGrace is how old an unreferenced blob or a temp file must be before
-	// the blob GC deletes it. This daemon's own writes in flight are safe
-	// at any grace; it protects writes of other processes sharing the
-	// blob directory.
+
+	// The s3 engine (internal/blob/s3blob): the server's base URL, the
+	// bucket (which must exist), its region (default us-east-1, or
+	// AWS_REGION / AWS_DEFAULT_REGION), a prefix ("" or ending in "/") for
+	// sharing a bucket, and path-style addressing (the bucket in the path;
+	// most self-hosted servers need it). The credentials default to
+	// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN.
+	Endpoint        string `toml:"endpoint"`
+	Bucket          string `toml:"bucket"`
+	Region          string `toml:"region"`
+	Prefix          string `toml:"prefix"`
+	AccessKeyID     string `toml:"access_key_id"`
+	SecretAccessKey string `toml:"secret_access_key"`
+	SessionToken    string `toml:"session_token"`
+	PathStyle       bool   `toml:"path_style"`
+
+	// GCGrace is how old an unreferenced blob or a temp file (with s3: an
+	// incomplete multipart upload) must be before the blob GC deletes it.
+	// This daemon's own writes in flight are safe at any grace; it protects
+	// writes of other processes sharing the blob store. With s3 the age is
+	// the server's Last-Modified against this host's clock: keep the grace
+	// well above any clock skew.
 	GCGrace Duration `toml:"gc_grace"`
 	// GCInterval is the time between blob GC passes (one runs at start).
 	GCInterval Duration `toml:"gc_interval"`

@@ -55,6 +55,7 @@ func Load(flags Flags, environ []string) (Config, Source, error) {
 	if err := applyEnv(&cfg, env); err != nil {
 		return cfg, src, err
 	}
+	applyAWSEnv(&cfg, environ)
 	if flags.Listen != "" {
 		cfg.Listen = flags.Listen
 	}

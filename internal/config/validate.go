@@ -62,9 +62,7 @@ func (c *Config) Validate() error {
 			add(&FieldError{Field: field, Value: v, Accepted: "an http or https URL without credentials, e.g. https://pypi.example.com/simple", Reason: "not such a URL"})
 		}
 	}
-	if c.Blob.Engine != "fs" {
-		add(&FieldError{Field: "blob.engine", Value: c.Blob.Engine, Accepted: `"fs"`, Reason: "unknown engine"})
-	}
+	errs = append(errs, c.validateBlob()...)
 	for _, f := range []struct {
 		name string
 		v    int64

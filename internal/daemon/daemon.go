@@ -20,7 +20,6 @@ import (
 	"github.com/agentkernel/agentkernel/internal/auth"
 	"github.com/agentkernel/agentkernel/internal/blob"
 	"github.com/agentkernel/agentkernel/internal/blob/blobgc"
-	"github.com/agentkernel/agentkernel/internal/blob/fsblob"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/envwork"
 	"github.com/agentkernel/agentkernel/internal/files"
@@ -45,7 +44,7 @@ type Daemon struct {
 	cfg   config.Config
 	log   *slog.Logger
 	store store.Store
-	blobs *fsblob.Store
+	blobs blobStore
 	// snaps stores workspace snapshots (step checkpoints, forks, rewinds).
 	snaps *wsnap.Store
 	// sandboxes is the sandbox lifecycle manager; closers release driver
@@ -117,14 +116,10 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		st.Close()
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.BlobPath(), 0o700); err != nil {
-		st.Close()
-		return nil, fmt.Errorf("blob root %s: %w", cfg.BlobPath(), err)
-	}
-	blobs, err := fsblob.Open(ctx, cfg.BlobPath(), fsblob.Options{})
+	blobs, err := openBlobs(ctx, cfg, log.With("component", "blob"))
 	if err != nil {
 		st.Close()
-		return nil, fmt.Errorf("open blob store %s: %w", cfg.BlobPath(), err)
+		return nil, err
 	}
 	d.blobs = blobs
 	d.snaps = wsnap.New(blobs, log.With("component", "wsnap"))

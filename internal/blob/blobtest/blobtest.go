@@ -206,7 +206,7 @@ func testListOrderAndPrefix(t *testing.T, s blob.Store) {
 var InvalidKeys = []string{
 	"", "/etc/passwd", "../x", "a/../../b", "a/..", ".", "..", "a/./b", `a\b`, "a\x00b",
 	"a//b", "a/", "/", "a\nb", ".hidden", "x.blob", "x.blob/y", strings.Repeat("k", 1025),
-	strings.Repeat("s", 201) + "/x", "bad\xffutf8",
+	strings.Repeat("s", 201) + "/x", "bad\xffutf8", "xml\uFFFEinvalid",
 }
 
 func testInvalidKeys(t *testing.T, s blob.Store) {

@@ -54,7 +54,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) (blob.Info, er
 		return blob.Info{}, fmt.Errorf("fsblob: put %q: write after %d bytes: %w", key, n, err)
 	}
 	sum := h.Sum(nil)
-	if _, err := f.Write(encodeFooter(n, sum)); err != nil {
+	if _, err := f.Write(blob.AppendFooter(make([]byte, 0, footerLen), n, sum)); err != nil {
 		return blob.Info{}, fmt.Errorf("fsblob: put %q: write footer: %w", key, err)
 	}
 	// The data must be on disk before the rename makes it reachable, or a
