@@ -118,7 +118,7 @@ func sdkWorker(h *selfHosted, workdir string, log io.Writer) *environments.Envir
 
 // waitEndTurn follows the session's events until an idle that is not
 // requires_action, and returns them all.
-func waitEndTurn(t *testing.T, c anthropic.Client, sessionID string, within time.Duration) []anthropic.BetaManagedAgentsSessionEventUnion {
+func waitEndTurn(t *testing.T, c anthropic.Client, sessionID string, within time.Duration, logs ...func() string) []anthropic.BetaManagedAgentsSessionEventUnion {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
@@ -140,7 +140,16 @@ func waitEndTurn(t *testing.T, c anthropic.Client, sessionID string, within time
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("session %s did not end its turn within %v", sessionID, within)
+	var types []string
+	pager := c.Beta.Sessions.Events.ListAutoPaging(context.Background(), sessionID, anthropic.BetaSessionEventListParams{Limit: anthropic.Int(1000)})
+	for pager.Next() {
+		types = append(types, pager.Current().Type)
+	}
+	var more string
+	for _, l := range logs {
+		more += "\n" + l()
+	}
+	t.Fatalf("session %s did not end its turn within %v: %v%s", sessionID, within, types, more)
 	return nil
 }
 
@@ -190,7 +199,7 @@ func TestSelfHostedSessionRunsOnTheSDKWorker(t *testing.T) {
 	if _, err := h.c.Beta.Sessions.Events.Send(ctx, s.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{userText("run it remotely")}}); err != nil {
 		t.Fatal(err)
 	}
-	evs := waitEndTurn(t, h.c, s.ID, 60*time.Second)
+	evs := waitEndTurn(t, h.c, s.ID, 60*time.Second, logs.String)
 	uses, results := eventsOf(evs, "agent.tool_use"), eventsOf(evs, "user.tool_result")
 	if len(uses) != 1 || len(results) != 1 || results[0].ToolUseID != uses[0].ID {
 		t.Fatalf("tool use and result %v / %v\n%s", uses, results, logs.String())
@@ -296,7 +305,7 @@ func TestEnvironmentKeyIsScoped(t *testing.T) {
 		{"DELETE", "/v1/sessions/" + s.ID, "", 403},
 		{"POST", "/v1/sessions/" + s.ID + "/events", `{"events":[{"type":"user.message","content":[{"type":"text","text":"hi"}]}]}`, 403},
 		// A tool result naming no call of the session.
-		{"POST", "/v1/sessions/" + s.ID + "/events", `{"events":[{"type":"user.tool_result","tool_use_id":"sevt_nope","content":[{"type":"text","text":"x"}]}]}`, 404},
+		{"POST", "/v1/sessions/" + s.ID + "/events", `{"events":[{"type":"user.tool_result","tool_use_id":"sevt_nope","content":[{"type":"text","text":"x"}]}]}`, 400},
 	} {
 		if code, body := rawCall(t, h.d, k, c.method, c.path, c.body); code != c.want {
 			t.Errorf("%s %s: %d %s, want %d", c.method, c.path, code, body, c.want)
@@ -409,7 +418,7 @@ func TestWorkerKilledMidItemContinuesTheLease(t *testing.T) {
 		"ANTHROPIC_WORK_ID": item.ID, "ANTHROPIC_SESSION_ID": s.ID, "ANTHROPIC_WORK_LAST_HEARTBEAT": cur.LatestHeartbeatAt,
 	})
 	close(release)
-	evs := waitEndTurn(t, h.c, s.ID, 60*time.Second)
+	evs := waitEndTurn(t, h.c, s.ID, 60*time.Second, first.logs, second.logs)
 	if b, _ := os.ReadFile(filepath.Join(workdir, "log.txt")); string(b) != "one\ntwo\n" {
 		t.Fatalf("commands ran %q, want each once\n%s", b, second.logs())
 	}

@@ -218,17 +218,19 @@ func (m *managedAPI) eventsDesc(r *http.Request, id string, before int64, types 
 // them), so proxies keep the connection and dead clients are noticed.
 const sseKeepAlive = 15 * time.Second
 
-// workerEvents: an environment key sends tool results only.
+// workerEvents: an environment key sends tool results only. (It reads the
+// raw events: the service parses them, and marks what it read, after.)
 func workerEvents(in obj) error {
-	evs, err := in.Objects("events")
-	if err != nil {
-		return err
+	var evs []struct {
+		Type string `json:"type"`
 	}
-	for _, ev := range evs {
-		typ, _ := ev.Str("type")
-		if typ != "user.tool_result" && typ != "user.custom_tool_result" {
+	if err := json.Unmarshal(in.Raw("events"), &evs); err != nil {
+		return nil // the service names what is wrong with the body
+	}
+	for i, ev := range evs {
+		if ev.Type != "user.tool_result" && ev.Type != "user.custom_tool_result" {
 			return Errorf(http.StatusForbidden, TypePermission,
-				"%s: an environment key sends user.tool_result and user.custom_tool_result events only, got %q", ev.Field("type"), typ)
+				"events[%d].type: an environment key sends user.tool_result and user.custom_tool_result events only, got %q", i, ev.Type)
 		}
 	}
 	return nil
