@@ -503,3 +503,79 @@ func TestSDKWorkerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWorkLeaseLapsesBackToTheQueue: a worker that acks an item and stops
+// heartbeating loses it when its lease lapses: the next poll hands the
+// item out again, and the old lease token's heartbeat is a 412 that
+// carries the item's state, as the SDK's worker reads it.
+func TestWorkLeaseLapsesBackToTheQueue(t *testing.T) {
+	h := newSelfHosted(t, anthropictest.Script(anthropictest.Turn{Text: "hi"}),
+		func(c *config.Config) { c.WorkQueue.LeaseTTL = config.Duration(2 * time.Second) })
+	ctx := context.Background()
+	s := newSession(t, h.c, h.agent.ID, h.env.ID)
+	w := anthropic.NewClient(option.WithBaseURL(h.d.URL), option.WithAuthToken(h.envKey), option.WithMaxRetries(0))
+	poll := func() *anthropic.BetaSelfHostedWork {
+		t.Helper()
+		item, err := w.Beta.Environments.Work.Poll(ctx, h.env.ID, anthropic.BetaEnvironmentWorkPollParams{
+			BlockMs: anthropic.Int(999), AnthropicWorkerID: anthropic.String("w1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return item
+	}
+	item := poll()
+	if item == nil || item.Data.ID != s.ID || item.State != "queued" {
+		t.Fatalf("poll: %v", item)
+	}
+	// Polled and not acked: not handed out again within the reclaim age.
+	if again, err := w.Beta.Environments.Work.Poll(ctx, h.env.ID, anthropic.BetaEnvironmentWorkPollParams{}); err != nil || again != nil {
+		t.Fatalf("second poll: %v %v", again, err)
+	}
+	st, err := w.Beta.Environments.Work.Stats(ctx, h.env.ID, anthropic.BetaEnvironmentWorkStatsParams{})
+	if err != nil || st.Pending != 1 || st.Depth != 0 || st.WorkersPolling != 1 {
+		t.Fatalf("stats %v %v", st, err)
+	}
+	acked, err := w.Beta.Environments.Work.Ack(ctx, item.ID, anthropic.BetaEnvironmentWorkAckParams{EnvironmentID: h.env.ID})
+	if err != nil || acked.State != "starting" || acked.AcknowledgedAt == "" {
+		t.Fatalf("ack %v %v", acked, err)
+	}
+	if _, err := w.Beta.Environments.Work.Ack(ctx, item.ID, anthropic.BetaEnvironmentWorkAckParams{EnvironmentID: h.env.ID}); err == nil {
+		t.Fatal("a second ack was accepted")
+	} else if code, _ := apiStatus(err); code != 409 {
+		t.Fatalf("second ack: %v", err)
+	}
+	beat, err := w.Beta.Environments.Work.Heartbeat(ctx, item.ID, anthropic.BetaEnvironmentWorkHeartbeatParams{
+		EnvironmentID: h.env.ID, ExpectedLastHeartbeat: anthropic.String("NO_HEARTBEAT")})
+	if err != nil || !beat.LeaseExtended || beat.State != "active" || beat.TTLSeconds != 2 || beat.LastHeartbeat == "" {
+		t.Fatalf("heartbeat %v %v", beat, err)
+	}
+	// The lease lapses: two seconds without a heartbeat.
+	time.Sleep(2100 * time.Millisecond)
+	again := poll()
+	if again == nil || again.ID != item.ID || again.State != "queued" {
+		t.Fatalf("after the lease lapsed the poll gave %v", again)
+	}
+	_, err = w.Beta.Environments.Work.Heartbeat(ctx, item.ID, anthropic.BetaEnvironmentWorkHeartbeatParams{
+		EnvironmentID: h.env.ID, ExpectedLastHeartbeat: anthropic.String(beat.LastHeartbeat)})
+	code, body := apiStatus(err)
+	if code != 412 || !strings.Contains(body, `"state":"queued"`) || !strings.Contains(body, "heartbeat_precondition_failed") {
+		t.Fatalf("stale heartbeat: %d %s", code, body)
+	}
+	// Stop: force ends it; a second stop conflicts.
+	stopped, err := w.Beta.Environments.Work.Stop(ctx, item.ID, anthropic.BetaEnvironmentWorkStopParams{EnvironmentID: h.env.ID,
+		BetaSelfHostedWorkStopRequest: anthropic.BetaSelfHostedWorkStopRequestParam{Force: anthropic.Bool(true)}})
+	if err != nil || stopped.State != "stopped" {
+		t.Fatalf("stop %v %v", stopped, err)
+	}
+	if _, err := w.Beta.Environments.Work.Stop(ctx, item.ID, anthropic.BetaEnvironmentWorkStopParams{EnvironmentID: h.env.ID}); err == nil {
+		t.Fatal("a second stop was accepted")
+	}
+	// A user event to the dormant session queues fresh work.
+	if _, err := h.c.Beta.Sessions.Events.Send(ctx, s.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{userText("again")}}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := poll()
+	if fresh == nil || fresh.ID == item.ID || fresh.Data.ID != s.ID {
+		t.Fatalf("no fresh work after the session's new message: %v", fresh)
+	}
+}
