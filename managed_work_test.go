@@ -579,3 +579,53 @@ func TestWorkLeaseLapsesBackToTheQueue(t *testing.T) {
 		t.Fatalf("no fresh work after the session's new message: %v", fresh)
 	}
 }
+
+// TestWorkGeneratedSDKCalls: the calls of the SDK's generated tests for
+// Beta.Environments.Work (betaenvironmentwork_test.go), with their
+// optional parameters (betas, the workspace header, block_ms=1,
+// reclaim_older_than_ms=1, desired_ttl_seconds=0, force) and real ids.
+func TestWorkGeneratedSDKCalls(t *testing.T) {
+	h := newSelfHosted(t, anthropictest.Script(anthropictest.Turn{Text: "hi"}))
+	ctx := context.Background()
+	betas := []anthropic.AnthropicBeta{anthropic.AnthropicBetaMessageBatches2024_09_24}
+	ws := anthropic.String("wrkspc_011CZkZaBF1tNoB5wlCeusgy")
+	for i := 0; i < 2; i++ {
+		newSession(t, h.c, h.agent.ID, h.env.ID)
+	}
+	c := anthropic.NewClient(option.WithBaseURL(h.d.URL), option.WithAPIKey(h.d.AdminKey), option.WithMaxRetries(0))
+	item, err := c.Beta.Environments.Work.Poll(ctx, h.env.ID, anthropic.BetaEnvironmentWorkPollParams{
+		BlockMs: anthropic.Int(1), ReclaimOlderThanMs: anthropic.Int(1), AnthropicWorkerID: anthropic.String("Anthropic-Worker-ID"), Betas: betas})
+	if err != nil || item == nil {
+		t.Fatalf("poll %v %v", item, err)
+	}
+	if _, err := c.Beta.Environments.Work.Ack(ctx, item.ID, anthropic.BetaEnvironmentWorkAckParams{EnvironmentID: h.env.ID, Betas: betas}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Beta.Environments.Work.Heartbeat(ctx, item.ID, anthropic.BetaEnvironmentWorkHeartbeatParams{EnvironmentID: h.env.ID,
+		DesiredTTLSeconds: anthropic.Int(0), ExpectedLastHeartbeat: anthropic.String("NO_HEARTBEAT"), Betas: betas}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Beta.Environments.Work.Get(ctx, item.ID, anthropic.BetaEnvironmentWorkGetParams{EnvironmentID: h.env.ID, Betas: betas, WorkspaceID: ws}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Beta.Environments.Work.Update(ctx, item.ID, anthropic.BetaEnvironmentWorkUpdateParams{EnvironmentID: h.env.ID,
+		BetaSelfHostedWorkUpdateRequest: anthropic.BetaSelfHostedWorkUpdateRequestParam{Metadata: map[string]string{"foo": "string"}},
+		Betas:                           betas, WorkspaceID: ws}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.Beta.Environments.Work.List(ctx, h.env.ID, anthropic.BetaEnvironmentWorkListParams{Limit: anthropic.Int(1), Betas: betas})
+	if err != nil || len(first.Data) != 1 || first.NextPage == "" {
+		t.Fatalf("list %v %v", first, err)
+	}
+	next, err := c.Beta.Environments.Work.List(ctx, h.env.ID, anthropic.BetaEnvironmentWorkListParams{Limit: anthropic.Int(1), Page: anthropic.String(first.NextPage), Betas: betas})
+	if err != nil || len(next.Data) != 1 || next.Data[0].ID == first.Data[0].ID || next.NextPage != "" {
+		t.Fatalf("list page 2 %v %v", next, err)
+	}
+	if _, err := c.Beta.Environments.Work.Stats(ctx, h.env.ID, anthropic.BetaEnvironmentWorkStatsParams{Betas: betas, WorkspaceID: ws}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Beta.Environments.Work.Stop(ctx, item.ID, anthropic.BetaEnvironmentWorkStopParams{EnvironmentID: h.env.ID,
+		BetaSelfHostedWorkStopRequest: anthropic.BetaSelfHostedWorkStopRequestParam{Force: anthropic.Bool(true)}, Betas: betas, WorkspaceID: ws}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -260,8 +260,8 @@ func (h *workAPI) heartbeat(w http.ResponseWriter, r *http.Request) {
 	var desired time.Duration
 	if v := q.Get("desired_ttl_seconds"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			h.writeError(w, r, BadRequest("query parameter \"desired_ttl_seconds\" must be a positive integer, got %q", v))
+		if err != nil || n < 0 {
+			h.writeError(w, r, BadRequest("query parameter \"desired_ttl_seconds\" must be a whole number of seconds (0: the default lease), got %q", v))
 			return
 		}
 		desired = time.Duration(n) * time.Second
