@@ -26,6 +26,35 @@ const mcpToolset = agentFields + `\.tools\[\]<OfMCPToolset>`
 
 func managedRules(w *managedWalker) []fieldRule {
 	notYet := func(re, mention string) fieldRule { return rule(re).refuse(mention) }
+	// resultRule: a result event (of kind, whose type is typ and whose id
+	// field is idField) answers the call pending sets up; the model sees
+	// the result, its is_error and its content.
+	resultRule := func(kind, typ, idField string, pending func(*testing.T, *fieldCase)) fieldRule {
+		return rule(`^events\.send \.events\[\]<Of` + kind + `>(\.type|\` + idField + `|\.is_error|\.content\[\]<OfText>\.(text|type))$`).with(func(t *testing.T, c *fieldCase) any {
+			pending(t, c)
+			switch {
+			case strings.HasSuffix(c.leaf.path, "<Of"+kind+">.type"):
+				return typ
+			case strings.HasSuffix(c.leaf.path, idField):
+				return c.state["call"]
+			case strings.HasSuffix(c.leaf.path, ".is_error"):
+				return true
+			case strings.HasSuffix(c.leaf.path, "<OfText>.type"):
+				return "text"
+			}
+			return c.marker
+		}).does(func(t *testing.T, c *fieldCase) {
+			w.resumes(t, c, func(b anthropictest.Block) bool {
+				switch {
+				case strings.HasSuffix(c.leaf.path, ".is_error"):
+					return b.IsError
+				case strings.Contains(c.leaf.path, ".content"):
+					return strings.Contains(b.ToolResultText(), c.marker)
+				}
+				return b.ToolUseID != ""
+			})
+		})
+	}
 	toolOf := func(c *fieldCase) string {
 		_, after, _ := strings.Cut(c.leaf.path, "configs[]<Of")
 		name, _, _ := strings.Cut(after, ">")
@@ -349,60 +378,14 @@ func managedRules(w *managedWalker) []fieldRule {
 				return b.IsError && (!strings.HasSuffix(c.leaf.path, ".deny_message") || strings.Contains(b.ToolResultText(), c.marker))
 			})
 		}),
-		rule(`^events\.send \.events\[\]<OfUserCustomToolResult>(\.type|\.custom_tool_use_id|\.is_error|\.content\[\]<OfText>\.(text|type))$`).with(func(t *testing.T, c *fieldCase) any {
-			w.pendingCustomCall(t, c)
-			switch {
-			case strings.HasSuffix(c.leaf.path, "<OfUserCustomToolResult>.type"):
-				return "user.custom_tool_result"
-			case strings.HasSuffix(c.leaf.path, ".custom_tool_use_id"):
-				return c.state["call"]
-			case strings.HasSuffix(c.leaf.path, ".is_error"):
-				return true
-			case strings.HasSuffix(c.leaf.path, "<OfText>.type"):
-				return "text"
-			}
-			return c.marker
-		}).does(func(t *testing.T, c *fieldCase) {
-			w.resumes(t, c, func(b anthropictest.Block) bool {
-				switch {
-				case strings.HasSuffix(c.leaf.path, ".is_error"):
-					return b.IsError
-				case strings.Contains(c.leaf.path, ".content"):
-					return strings.Contains(b.ToolResultText(), c.marker)
-				}
-				return b.ToolUseID != ""
-			})
-		}),
+		resultRule("UserCustomToolResult", "user.custom_tool_result", ".custom_tool_use_id", w.pendingCustomCall),
 		notYet(`^events\.send \.events\[\]<OfUserDefineOutcome>\.rubric<OfFile>`, "events[0].rubric.type"),
 		rule(`^events\.send \.events\[\]<OfUserDefineOutcome>`).does(func(t *testing.T, c *fieldCase) {
 			if ok(t, c) != nil {
 				w.outcomeHolds(t, c, c.state["session"].(string))
 			}
 		}),
-		rule(`^events\.send \.events\[\]<OfUserToolResult>(\.type|\.tool_use_id|\.is_error|\.content\[\]<OfText>\.(text|type))$`).with(func(t *testing.T, c *fieldCase) any {
-			w.pendingRemoteCall(t, c)
-			switch {
-			case strings.HasSuffix(c.leaf.path, "<OfUserToolResult>.type"):
-				return "user.tool_result"
-			case strings.HasSuffix(c.leaf.path, ".tool_use_id"):
-				return c.state["call"]
-			case strings.HasSuffix(c.leaf.path, ".is_error"):
-				return true
-			case strings.HasSuffix(c.leaf.path, "<OfText>.type"):
-				return "text"
-			}
-			return c.marker
-		}).does(func(t *testing.T, c *fieldCase) {
-			w.resumes(t, c, func(b anthropictest.Block) bool {
-				switch {
-				case strings.HasSuffix(c.leaf.path, ".is_error"):
-					return b.IsError
-				case strings.Contains(c.leaf.path, ".content"):
-					return strings.Contains(b.ToolResultText(), c.marker)
-				}
-				return b.ToolUseID != ""
-			})
-		}),
+		resultRule("UserToolResult", "user.tool_result", ".tool_use_id", w.pendingRemoteCall),
 		notYet(`^events\.send \.events\[\]<OfUserToolResult>\.content\[\]<Of(Image|Document|SearchResult)>`, "events[0].content[0].type").with(func(t *testing.T, c *fieldCase) any {
 			w.pendingRemoteCall(t, c) // so that only the content is wrong
 			return nonDefault(t, c.leaf, c.marker)

@@ -158,23 +158,7 @@ func (s *Service) userInterrupt(ctx context.Context, parent *store.ManagedSessio
 // one of its threads (routed by custom_tool_use_id, as the SDK says: the
 // client does not name the thread).
 func (s *Service) customToolResult(ctx context.Context, parent *store.ManagedSession, ev Obj) (map[string]any, string, error) {
-	useID, err := ev.ReqStr("custom_tool_use_id")
-	if err != nil {
-		return nil, "", err
-	}
-	target, err := s.referencedEvent(ctx, parent, ev, "custom_tool_use_id", useID, "agent.custom_tool_use")
-	if err != nil {
-		return nil, "", err
-	}
-	content, err := contentBlocks(ev, "content", false, "image", "document", "search_result")
-	if err != nil {
-		return nil, "", err
-	}
-	isErr, err := ev.Bool("is_error")
-	if err != nil {
-		return nil, "", err
-	}
-	return map[string]any{"custom_tool_use_id": useID, "content": content, "is_error": isErr}, target, nil
+	return s.resultFor(ctx, parent, ev, "custom_tool_use_id", "agent.custom_tool_use")
 }
 
 // toolResult is a self_hosted environment's worker answering a sandbox
@@ -189,11 +173,17 @@ func (s *Service) toolResult(ctx context.Context, parent *store.ManagedSession, 
 	if !hosted {
 		return nil, "", badRequest("field %q: user.tool_result events are for sessions of self_hosted environments, whose workers run the tools; session %s runs its tools itself", ev.Field("type"), parent.ID)
 	}
-	useID, err := ev.ReqStr("tool_use_id")
+	return s.resultFor(ctx, parent, ev, "tool_use_id", "agent.tool_use")
+}
+
+// resultFor reads a result of a call the client ran: idField names an
+// event of callType, content is text blocks, is_error a boolean.
+func (s *Service) resultFor(ctx context.Context, parent *store.ManagedSession, ev Obj, idField, callType string) (map[string]any, string, error) {
+	useID, err := ev.ReqStr(idField)
 	if err != nil {
 		return nil, "", err
 	}
-	target, err := s.referencedEvent(ctx, parent, ev, "tool_use_id", useID, "agent.tool_use")
+	target, err := s.referencedEvent(ctx, parent, ev, idField, useID, callType)
 	if err != nil {
 		return nil, "", err
 	}
@@ -205,7 +195,7 @@ func (s *Service) toolResult(ctx context.Context, parent *store.ManagedSession, 
 	if err != nil {
 		return nil, "", err
 	}
-	return map[string]any{"tool_use_id": useID, "content": content, "is_error": isErr}, target, nil
+	return map[string]any{idField: useID, "content": content, "is_error": isErr}, target, nil
 }
 
 // toolConfirmation answers a tool use of the session or of one of its
