@@ -53,13 +53,18 @@ func encodeWorkMetadata(m map[string]string) string {
 }
 
 // getWork reads one item scoped to its tenant and environment; lock takes
-// its row lock for the transition that follows.
+// its row lock for the transition that follows. The row is found by its
+// primary key alone and the scope checked here: a lookup by all three
+// columns lets the planner, before any ANALYZE, walk work_items_list.
 func getWork(ctx context.Context, q querier, tenantID, envID, id string, lock bool) (*store.WorkItem, error) {
-	sql := `SELECT ` + workCols + ` FROM work_items WHERE id = $1 AND tenant_id = $2 AND environment_id = $3`
+	sql := `SELECT ` + workCols + ` FROM work_items WHERE id = $1`
 	if lock {
 		sql += ` FOR UPDATE`
 	}
-	w, err := scanWork(q.QueryRow(ctx, sql, id, tenantID, envID))
+	w, err := scanWork(q.QueryRow(ctx, sql, id))
+	if err == nil && (w.TenantID != tenantID || w.EnvironmentID != envID) {
+		err = pgx.ErrNoRows // another tenant's or environment's item
+	}
 	if err != nil {
 		return nil, mapErr(fmt.Sprintf("work item %s", id), err)
 	}
@@ -258,23 +263,22 @@ func (s *Store) ListWork(ctx context.Context, tenantID, envID, after string, lim
 	if limit <= 0 {
 		limit = 100
 	}
+	// After a cursor, the page is a range of work_items_list.
+	q, args := ``, []any{tenantID, envID, limit}
+	if after != "" {
+		cur, err := getWork(ctx, s.pool, tenantID, envID, after, false)
+		if err != nil {
+			return nil, fmt.Errorf("list work items after cursor: %w", err)
+		}
+		q, args = ` AND (created_at, id) < ($4, $5)`, append(args, cur.CreatedAt, cur.ID)
+	}
 	rows, err := s.pool.Query(ctx, `SELECT `+workCols+` FROM work_items
-		WHERE tenant_id = $1 AND environment_id = $2 AND ($3::text = '' OR (created_at, id) <
-			(SELECT created_at, id FROM work_items WHERE id = $3 AND tenant_id = $1 AND environment_id = $2))
-		ORDER BY created_at DESC, id DESC LIMIT $4`, tenantID, envID, after, limit)
+		WHERE tenant_id = $1 AND environment_id = $2`+q+` ORDER BY created_at DESC, id DESC LIMIT $3`, args...)
 	if err != nil {
 		return nil, mapErr("list work items", err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.WorkItem, error) { return scanWork(row) })
-	if err != nil {
-		return nil, mapErr("list work items", err)
-	}
-	if len(out) == 0 && after != "" {
-		if _, err := getWork(ctx, s.pool, tenantID, envID, after, false); err != nil {
-			return nil, fmt.Errorf("list work items after cursor: %w", err)
-		}
-	}
-	return out, nil
+	return out, mapErr("list work items", err)
 }
 
 // UpdateWorkMetadata implements store.WorkStore.

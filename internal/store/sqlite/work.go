@@ -51,10 +51,14 @@ func encodeWorkMetadata(m map[string]string) string {
 	return string(b)
 }
 
-// getWork reads one item, scoped to its tenant and environment.
+// getWork reads one item, scoped to its tenant and environment. The row
+// is found by its primary key alone and the scope checked here, so no
+// planner can prefer an index on (tenant, environment, …) and walk it.
 func getWork(ctx context.Context, q querier, tenantID, envID, id string) (*store.WorkItem, error) {
-	w, err := scanWork(q.QueryRowContext(ctx, `SELECT `+workCols+` FROM work_items
-		WHERE id = ? AND tenant_id = ? AND environment_id = ?`, id, tenantID, envID))
+	w, err := scanWork(q.QueryRowContext(ctx, `SELECT `+workCols+` FROM work_items WHERE id = ?`, id))
+	if err == nil && (w.TenantID != tenantID || w.EnvironmentID != envID) {
+		err = sql.ErrNoRows // another tenant's or environment's item
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("work item %q: %w", id, store.ErrNotFound)
 	}
@@ -259,23 +263,21 @@ func (s *Store) ListWork(ctx context.Context, tenantID, envID, after string, lim
 	if limit <= 0 {
 		limit = 100
 	}
+	// After a cursor, the page is a range of work_items_list.
+	q, args := ``, []any{tenantID, envID, limit}
+	if after != "" {
+		cur, err := getWork(ctx, s.read, tenantID, envID, after)
+		if err != nil {
+			return nil, fmt.Errorf("list work items after cursor: %w", err)
+		}
+		q, args = ` AND (created_at, id) < (?4, ?5)`, append(args, micros(cur.CreatedAt), cur.ID)
+	}
 	rows, err := s.read.QueryContext(ctx, `SELECT `+workCols+` FROM work_items
-		WHERE tenant_id = ?1 AND environment_id = ?2 AND (?3 = '' OR (created_at, id) <
-			(SELECT created_at, id FROM work_items WHERE id = ?3 AND tenant_id = ?1 AND environment_id = ?2))
-		ORDER BY created_at DESC, id DESC LIMIT ?4`, tenantID, envID, after, limit)
+		WHERE tenant_id = ?1 AND environment_id = ?2`+q+` ORDER BY created_at DESC, id DESC LIMIT ?3`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list work items: %w", err)
 	}
-	out, err := collect(rows, "work items", scanWork)
-	if err != nil {
-		return nil, err
-	}
-	if len(out) == 0 && after != "" {
-		if _, err := getWork(ctx, s.read, tenantID, envID, after); err != nil {
-			return nil, fmt.Errorf("list work items after cursor: %w", err)
-		}
-	}
-	return out, nil
+	return collect(rows, "work items", scanWork)
 }
 
 // UpdateWorkMetadata implements store.WorkStore.

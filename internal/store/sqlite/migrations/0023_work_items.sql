@@ -22,8 +22,14 @@ CREATE TABLE work_items (
     stopped_at        INTEGER
 );
 CREATE UNIQUE INDEX work_items_live_session ON work_items (session_id) WHERE state <> 'stopped';
--- The poll: an environment's queued items, oldest first.
-CREATE INDEX work_items_poll ON work_items (tenant_id, environment_id, state, created_at);
+-- The poll (and the stats): an environment's queued items, oldest first.
+-- Partial, and with state in the key, so that the planners pick it over
+-- work_items_list before any ANALYZE (both otherwise serve the order).
+CREATE INDEX work_items_poll ON work_items (tenant_id, environment_id, state, created_at, id) WHERE state = 'queued';
+-- The poll's reaping: only acked items have a lease, so a poll looks at
+-- the leases that lapsed, not at every live one.
+CREATE INDEX work_items_lease ON work_items (tenant_id, environment_id, lease_expires_at)
+    WHERE lease_expires_at IS NOT NULL;
 -- The listing: an environment's items, newest first.
 CREATE INDEX work_items_list ON work_items (tenant_id, environment_id, created_at, id);
 
