@@ -17,6 +17,8 @@ var mgWorkCases = []mgCase{
 	{"ClaimOldestAndReclaim", testWorkClaim},
 	{"ClaimRaceEachItemOnce", testWorkClaimRace},
 	{"AckOnce", testWorkAck},
+	{"AckRaceOneWinner", testWorkAckRace},
+	{"HeartbeatRaceOneWinner", testWorkHeartbeatRace},
 	{"HeartbeatLease", testWorkHeartbeat},
 	{"HeartbeatTokensIncrease", testWorkTokensIncrease},
 	{"LapsedLeaseRequeued", testWorkLapsedLease},
@@ -290,6 +292,40 @@ func testWorkAck(e *mgEnv) {
 	mustErrIs(e.t, err, store.ErrNotFound, "ClaimWork of an acked item whose lease holds")
 	_, err = e.s.AckWork(e.ctx, mgTenant, workEnv, "work_missing", workAt(0), workTTL)
 	mustErrIs(e.t, err, store.ErrNotFound, "AckWork(unknown)")
+}
+
+// Racing acks of one item: one wins, the others conflict (several
+// rounds, so that the racers overlap in some).
+func testWorkAckRace(e *mgEnv) {
+	const rounds, n = 10, 8
+	for r := range rounds {
+		w := e.ensureWork(fmt.Sprintf("sesn_ack_race_%02d", r), workAt(0))
+		errs := make([]error, n)
+		race(n, func(i int) {
+			_, errs[i] = e.s.AckWork(e.ctx, mgTenant, workEnv, w.ID, workAt(time.Duration(i)*time.Second), workTTL)
+		})
+		winner := mgOneWinner(e, fmt.Sprintf("round %d: AckWork", r), errs, store.ErrConflict)
+		timeIs(e, "AckedAt is the winner's", e.getWork(w.ID).AckedAt, workAt(time.Duration(winner)*time.Second))
+	}
+}
+
+// Racing heartbeats naming one token: one extends the lease, the others
+// find it gone (round after round, each naming the last winner's token).
+func testWorkHeartbeatRace(e *mgEnv) {
+	const rounds, n = 10, 8
+	w := e.ensureWork("sesn_hb_race", workAt(0))
+	e.ackWork(w.ID, workAt(0))
+	tok := e.mustHeartbeat(w.ID, "", workAt(time.Second)).LeaseToken
+	for r := range rounds {
+		errs := make([]error, n)
+		got := make([]*store.WorkItem, n)
+		race(n, func(i int) {
+			got[i], errs[i] = e.heartbeat(w.ID, tok, workAt(time.Duration(2+r)*time.Second))
+		})
+		winner := mgOneWinner(e, fmt.Sprintf("round %d: HeartbeatWork", r), errs, store.ErrLeaseLost)
+		tok = got[winner].LeaseToken
+		equal(e.t, "stored token is the winner's", e.getWork(w.ID).LeaseToken, tok)
+	}
 }
 
 // Heartbeats: "" after the ack gets the first token (starting → active);
