@@ -29,6 +29,7 @@ type Store interface {
 	SessionResourceStore
 	DeploymentStore
 	WebhookStore
+	WorkStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.

@@ -133,3 +133,32 @@ type WorkStore interface {
 	// WorkStats counts the environment's queue at now.
 	WorkStats(ctx context.Context, tenantID, envID string, now time.Time, reclaimAge time.Duration) (WorkStats, error)
 }
+
+// NextLeaseToken is the token a heartbeat at now hands out after old: now
+// as RFC 3339 with nanoseconds in UTC, or old's time plus 1ns when now is
+// not after it, so an item's tokens strictly increase even when clocks tie
+// or step back.
+func NextLeaseToken(old string, now time.Time) string {
+	next := now.UTC()
+	if prev, err := time.Parse(time.RFC3339Nano, old); err == nil && !next.After(prev) {
+		next = prev.UTC().Add(time.Nanosecond)
+	}
+	return next.Format(time.RFC3339Nano)
+}
+
+// PatchWorkMetadata applies patch to a copy of m: a nil value deletes the
+// key. The result is never nil.
+func PatchWorkMetadata(m map[string]string, patch map[string]*string) map[string]string {
+	out := make(map[string]string, len(m)+len(patch))
+	for k, v := range m {
+		out[k] = v
+	}
+	for k, v := range patch {
+		if v == nil {
+			delete(out, k)
+			continue
+		}
+		out[k] = *v
+	}
+	return out
+}

@@ -65,11 +65,11 @@ func (s *Store) ListTenants(ctx context.Context) ([]*store.Tenant, error) {
 	return out, mapErr("list tenants", err)
 }
 
-const apiKeyCols = `id, tenant_id, name, prefix, hash, admin, created_at, revoked_at, last_used_at`
+const apiKeyCols = `id, tenant_id, name, prefix, hash, admin, environment_id, created_at, revoked_at, last_used_at`
 
 func scanAPIKey(row pgx.Row) (*store.APIKey, error) {
 	var k store.APIKey
-	if err := row.Scan(&k.ID, &k.TenantID, &k.Name, &k.Prefix, &k.Hash, &k.Admin,
+	if err := row.Scan(&k.ID, &k.TenantID, &k.Name, &k.Prefix, &k.Hash, &k.Admin, &k.EnvironmentID,
 		&k.CreatedAt, &k.RevokedAt, &k.LastUsedAt); err != nil {
 		return nil, err
 	}
@@ -86,9 +86,9 @@ func (s *Store) CreateAPIKey(ctx context.Context, p store.CreateAPIKeyParams) (*
 	if p.ID == "" {
 		p.ID = ids.New("key")
 	}
-	k, err := scanAPIKey(s.pool.QueryRow(ctx, `INSERT INTO api_keys (id, tenant_id, name, prefix, hash, admin, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+apiKeyCols,
-		p.ID, p.TenantID, p.Name, p.Prefix, p.Hash, p.Admin, s.clock()))
+	k, err := scanAPIKey(s.pool.QueryRow(ctx, `INSERT INTO api_keys (id, tenant_id, name, prefix, hash, admin, environment_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+apiKeyCols,
+		p.ID, p.TenantID, p.Name, p.Prefix, p.Hash, p.Admin, p.EnvironmentID, s.clock()))
 	if err != nil {
 		if isUniqueViolation(err) {
 			return nil, fmt.Errorf("create api key %s: %w", p.ID, store.ErrAlreadyExists)

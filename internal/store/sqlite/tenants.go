@@ -82,13 +82,13 @@ func (s *Store) ListTenants(ctx context.Context) ([]*store.Tenant, error) {
 	return out, rows.Err()
 }
 
-const apiKeyCols = `id, tenant_id, name, prefix, hash, admin, created_at, revoked_at, last_used_at`
+const apiKeyCols = `id, tenant_id, name, prefix, hash, admin, environment_id, created_at, revoked_at, last_used_at`
 
 func scanAPIKey(r scanner) (*store.APIKey, error) {
 	var k store.APIKey
 	var created int64
 	var revoked, used sql.NullInt64
-	if err := r.Scan(&k.ID, &k.TenantID, &k.Name, &k.Prefix, &k.Hash, &k.Admin, &created, &revoked, &used); err != nil {
+	if err := r.Scan(&k.ID, &k.TenantID, &k.Name, &k.Prefix, &k.Hash, &k.Admin, &k.EnvironmentID, &created, &revoked, &used); err != nil {
 		return nil, err
 	}
 	k.CreatedAt, k.RevokedAt, k.LastUsedAt = fromMicros(created), timePtr(revoked), timePtr(used)
@@ -108,8 +108,8 @@ func (s *Store) CreateAPIKey(ctx context.Context, p store.CreateAPIKeyParams) (*
 		p.ID = ids.New("key")
 	}
 	k, err := scanAPIKey(s.write.QueryRowContext(ctx, `INSERT INTO api_keys (id, tenant_id, name, prefix, hash,
-		admin, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING `+apiKeyCols,
-		p.ID, p.TenantID, p.Name, p.Prefix, p.Hash, p.Admin, micros(s.timestamp())))
+		admin, environment_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING `+apiKeyCols,
+		p.ID, p.TenantID, p.Name, p.Prefix, p.Hash, p.Admin, p.EnvironmentID, micros(s.timestamp())))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, fmt.Errorf("api key %q: %w", p.ID, store.ErrAlreadyExists)

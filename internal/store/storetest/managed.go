@@ -35,6 +35,7 @@ func ExerciseManaged(ctx context.Context, t *testing.T, newStore func(t *testing
 		{"Branches", mgBranchCases},
 		{"EventOps", mgEventOpCases},
 		{"Webhooks", mgWebhookCases},
+		{"Work", mgWorkCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

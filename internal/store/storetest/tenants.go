@@ -9,6 +9,7 @@ import (
 var tenantCases = []testCase{
 	{"Tenants", testTenants},
 	{"APIKeys", testAPIKeys},
+	{"EnvironmentKeys", testEnvironmentKeys},
 }
 
 // Each subtest's env already created one tenant; these tests count from it.
@@ -121,4 +122,28 @@ func testAPIKeys(e *env) {
 	_, err = e.s.GetAPIKey(e.ctx, "key_missing")
 	mustErrIs(e.t, err, store.ErrNotFound, "GetAPIKey(unknown)")
 	mustErrIs(e.t, e.s.RevokeAPIKey(e.ctx, "key_missing", at), store.ErrNotFound, "RevokeAPIKey(unknown)")
+}
+
+// An environment key (issue 16) keeps its environment through create, both
+// lookups and the listing; a tenant key's is "".
+func testEnvironmentKeys(e *env) {
+	envKey, err := e.s.CreateAPIKey(e.ctx, store.CreateAPIKeyParams{TenantID: e.tenant, Name: "worker",
+		Prefix: "ak_env", Hash: "hash-env", EnvironmentID: "env_worker"})
+	mustOK(e.t, err, "CreateAPIKey(environment)")
+	equal(e.t, "created key's EnvironmentID", envKey.EnvironmentID, "env_worker")
+	tenantKey, err := e.s.CreateAPIKey(e.ctx, store.CreateAPIKeyParams{TenantID: e.tenant, Name: "ci", Hash: "hash-tenant"})
+	mustOK(e.t, err, "CreateAPIKey(tenant)")
+	equal(e.t, "tenant key's EnvironmentID", tenantKey.EnvironmentID, "")
+
+	got, err := e.s.GetAPIKey(e.ctx, envKey.ID)
+	mustOK(e.t, err, "GetAPIKey")
+	equal(e.t, "GetAPIKey EnvironmentID", got.EnvironmentID, "env_worker")
+	got, err = e.s.GetAPIKeyByHash(e.ctx, "hash-env")
+	mustOK(e.t, err, "GetAPIKeyByHash")
+	equal(e.t, "GetAPIKeyByHash EnvironmentID", got.EnvironmentID, "env_worker")
+	list, err := e.s.ListAPIKeys(e.ctx, e.tenant)
+	mustOK(e.t, err, "ListAPIKeys")
+	equal(e.t, "keys", len(list), 2)
+	equal(e.t, "listed environment key", list[0].EnvironmentID, "env_worker")
+	equal(e.t, "listed tenant key", list[1].EnvironmentID, "")
 }
