@@ -105,8 +105,9 @@ type WorkStore interface {
 	// (created says which). At most one item per session is ever live.
 	EnsureSessionWork(ctx context.Context, w WorkItem) (item *WorkItem, created bool, err error)
 	// ClaimWork is a poll: in one transaction it ends the lapsed leases of
-	// the environment (acked items back to queued with their lease, poll
-	// and ack cleared; stopping ones to stopped), then hands out the oldest
+	// the environment (acked items back to queued with their lease, poll,
+	// ack, start and heartbeat cleared: the next worker starts afresh;
+	// stopping ones to stopped), then hands out the oldest
 	// claimable queued item, recording the poll. ErrNotFound: none.
 	ClaimWork(ctx context.Context, p ClaimWorkParams) (*WorkItem, error)
 	// AckWork: queued → starting, with a lease of ttl. ErrConflict when the
