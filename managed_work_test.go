@@ -20,8 +20,10 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/lib/environments"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
+	"github.com/agentkernel/agentkernel/internal/auth"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
+	"github.com/agentkernel/agentkernel/internal/envworker"
 	"github.com/agentkernel/agentkernel/internal/model/anthropictest"
 )
 
@@ -627,5 +629,77 @@ func TestWorkGeneratedSDKCalls(t *testing.T) {
 	if _, err := c.Beta.Environments.Work.Stop(ctx, item.ID, anthropic.BetaEnvironmentWorkStopParams{EnvironmentID: h.env.ID,
 		BetaSelfHostedWorkStopRequest: anthropic.BetaSelfHostedWorkStopRequestParam{Force: anthropic.Bool(true)}, Betas: betas, WorkspaceID: ws}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAgentkernelWorkerServesInItsSandboxes: agentkernel's own worker
+// (internal/envworker, `agentkernel worker`) on another "machine" (a
+// second daemon's sandbox layer) serves a remote daemon's self_hosted
+// environment: the session's calls run in a sandbox of the worker's host,
+// made for the session and kept for its next turn.
+func TestAgentkernelWorkerServesInItsSandboxes(t *testing.T) {
+	h := newSelfHosted(t, func(r anthropictest.Request) anthropictest.Turn {
+		last := r.Blocks(len(r.Messages) - 1)
+		for _, b := range last {
+			if b.Type == "tool_result" {
+				return anthropictest.Turn{Text: "got " + strings.TrimSpace(b.ToolResultText())}
+			}
+		}
+		cmd := "cat f.txt"
+		if strings.Contains(last[len(last)-1].Text, "write") {
+			cmd = "echo sandboxed > f.txt; cat f.txt"
+		}
+		return anthropictest.Turn{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": cmd}}}}
+	})
+	host := daemontest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tn, err := host.Store().GetTenantByName(ctx, auth.DefaultTenantName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	w, err := envworker.New(envworker.Options{
+		Client:        anthropic.NewClient(option.WithBaseURL(h.d.URL), option.WithMaxRetries(2)),
+		EnvironmentID: h.env.ID, EnvironmentKey: h.envKey,
+		Sandboxes: host.Sandboxes(), TenantID: tn.ID, Dir: t.TempDir(),
+		Log: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	s := newSession(t, h.c, h.agent.ID, h.env.ID)
+	say := func(text, want string) {
+		t.Helper()
+		before := countEvents(h.c, s.ID, "agent.message")
+		if _, err := h.c.Beta.Sessions.Events.Send(ctx, s.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{userText(text)}}); err != nil {
+			t.Fatal(err)
+		}
+		evs := waitEndTurn(t, h.c, s.ID, 60*time.Second, logs.String)
+		msgs := eventsOf(evs, "agent.message")
+		if len(msgs) != before+1 || !strings.Contains(msgs[len(msgs)-1].RawJSON(), want) {
+			t.Fatalf("%s: %d messages, the last %s\n%s", text, len(msgs), msgs[len(msgs)-1].RawJSON(), logs.String())
+		}
+	}
+	say("write it", "got sandboxed")
+	// The call ran in a sandbox of the worker's host, made for the session.
+	sbs, err := host.Sandboxes().List(ctx, tn.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sbs) != 1 || sbs[0].SessionKey != s.ID {
+		t.Fatalf("the worker host's sandboxes: %v", sbs)
+	}
+	if b, err := os.ReadFile(filepath.Join(host.Config.Home, "sandboxes", sbs[0].ID, "workspace", "f.txt")); err != nil || string(b) != "sandboxed\n" {
+		t.Fatalf("the sandbox's workspace: %q %v", b, err)
+	}
+	// The next turn finds the same sandbox and its workspace.
+	say("read it", "got sandboxed")
+	if sbs, _ := host.Sandboxes().List(ctx, tn.ID, ""); len(sbs) != 1 {
+		t.Fatalf("a second sandbox for the session: %v", sbs)
 	}
 }

@@ -64,6 +64,7 @@ func root() command {
 		summary: "agentkernel — a self-hosted, durable runtime for AI agents",
 		subs: []command{
 			{name: "serve", summary: "run the daemon", run: runServe},
+			{name: "worker", summary: "serve a remote daemon's self_hosted environment with this machine's sandboxes", run: runWorker},
 			{name: "version", summary: "print the version (also --version)", run: runVersion},
 			{name: "completion", summary: "print a shell completion script: bash, zsh or fish", run: runCompletion, words: shells},
 			tenantCommand(),
