@@ -135,7 +135,15 @@ func (s *Store) uploadParts(ctx context.Context, name, id string, src *payload, 
 		buf, body := bp, (*bp)[:n]
 		g.Go(func() error {
 			defer s.putBuf(buf)
-			out, err := s.client.UploadPart(gctx, &s3.UploadPartInput{Bucket: &s.bucket, Key: &name, UploadId: &id,
+			// A part in flight is not cancelled with the Put: a server may
+			// finish writing a part whose request the client gave up on,
+			// after the abort, and so bring the upload back (S3 says to
+			// abort again; versitygw did it in CI). Once every part has
+			// ended, one abort is final. A failed Put stops reading parts
+			// at once (gctx, and src checks the caller's ctx).
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), requestTimeout)
+			defer cancel()
+			out, err := s.client.UploadPart(rctx, &s3.UploadPartInput{Bucket: &s.bucket, Key: &name, UploadId: &id,
 				PartNumber: aws.Int32(num), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))})
 			if err != nil {
 				return fmt.Errorf("upload part %d: %w", num, err)
