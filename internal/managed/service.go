@@ -3,6 +3,7 @@ package managed
 import (
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/agentkernel/agentkernel/internal/packages"
@@ -33,8 +34,11 @@ type Service struct {
 	runner         Runner                // nil: no runner to wake or destroy sessions with
 	depl           store.DeploymentStore // nil: the store keeps no deployments
 	work           session.WorkQueue     // nil: self_hosted environments are refused
-	log            *slog.Logger
-	now            func() time.Time
+	// envHosted caches SelfHostedSession's answer per environment id
+	// (an environment's type never changes).
+	envHosted sync.Map
+	log       *slog.Logger
+	now       func() time.Time
 }
 
 // Options configure a Service. Only Store is required.

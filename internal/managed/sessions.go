@@ -463,9 +463,16 @@ func (s *Service) ensureWork(ctx context.Context, ms *store.ManagedSession) erro
 
 // SelfHostedSession says whether the session's environment is
 // self_hosted.
+//
+// An environment's type is fixed at create, so the answer is kept per
+// environment: every event a session is sent asks (ensureWork), and the
+// store is read once per environment, not once per send.
 func (s *Service) SelfHostedSession(ctx context.Context, ms *store.ManagedSession) (bool, error) {
 	if ms.EnvironmentID == "" {
 		return false, nil
+	}
+	if v, ok := s.envHosted.Load(ms.EnvironmentID); ok {
+		return v.(bool), nil
 	}
 	env, err := s.st.GetEnvironment(ctx, ms.EnvironmentID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -474,7 +481,9 @@ func (s *Service) SelfHostedSession(ctx context.Context, ms *store.ManagedSessio
 	if err != nil {
 		return false, err
 	}
-	return session.SelfHosted(env), nil
+	hosted := session.SelfHosted(env)
+	s.envHosted.Store(ms.EnvironmentID, hosted)
+	return hosted, nil
 }
 
 // refuseSelfHostedExtras: what a self_hosted session cannot have yet. Its
