@@ -25,6 +25,9 @@ type Sandbox struct {
 	// (seed 000: the latest backup for (tenant, environment, session)).
 	Environment string
 	SessionKey  string
+	// Node is the id of the node whose driver runs the sandbox ("" on a
+	// daemon alone): only that node recovers, reaps or starts it.
+	Node string
 
 	// Handle is the driver's handle (JSON) while the sandbox runs; nil when
 	// it is not started.
@@ -59,6 +62,8 @@ type ListSandboxesParams struct {
 	// the idle reaper look at, without reading every cold sandbox (each
 	// hibernated object keeps one).
 	Running bool
+	// Node lists only the sandboxes of that node ("" = every node's).
+	Node    string
 	AfterID string
 	Limit   int
 }

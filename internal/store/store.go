@@ -30,6 +30,7 @@ type Store interface {
 	DeploymentStore
 	WebhookStore
 	WorkStore
+	LeaseStore
 	io.Closer
 
 	// Engine names the engine ("sqlite", "postgres") for logs and metrics.
