@@ -145,15 +145,32 @@ func (s *Store) DueAlarms(ctx context.Context, now time.Time, limit int) ([]*sto
 // MarkAlarmFired sets Fired and LastError. Marking twice is harmless
 // (at-least-once delivery may finish an alarm twice).
 func (s *Store) MarkAlarmFired(ctx context.Context, id, lastError string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE alarms SET fired = true, last_error = $2, updated_at = $3 WHERE id = $1`,
-		id, lastError, s.clock())
-	if err != nil {
-		return mapErr(fmt.Sprintf("mark alarm %s fired", id), err)
+	const q = `UPDATE alarms SET fired = true, last_error = $2, updated_at = $3 WHERE id = $1`
+	op := fmt.Sprintf("mark alarm %s fired", id)
+	if store.FencesFrom(ctx) == nil {
+		tag, err := s.pool.Exec(ctx, q, id, lastError, s.clock())
+		if err != nil {
+			return mapErr(op, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("%s: %w", op, store.ErrNotFound)
+		}
+		return nil
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("mark alarm %s fired: %w", id, store.ErrNotFound)
-	}
-	return nil
+	// Fenced: the alarm's object names the lease. The alarm row is locked
+	// first, so the object it names cannot change before the update.
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var key store.ObjectKey
+		if err := tx.QueryRow(ctx, `SELECT tenant_id, class, object_id FROM alarms WHERE id = $1 FOR UPDATE`,
+			id).Scan(&key.TenantID, &key.Class, &key.ID); err != nil {
+			return mapErr(op, err)
+		}
+		if err := checkFences(ctx, tx, key); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, q, id, lastError, s.clock())
+		return mapErr(op, err)
+	})
 }
 
 // RecordAlarmAttempt increments Attempts and records lastError.

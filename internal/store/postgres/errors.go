@@ -39,7 +39,7 @@ func mapErr(op string, err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrAlreadyExists),
 		errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrVersionMismatch),
-		errors.Is(err, store.ErrInvalid):
+		errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrFenced), errors.Is(err, store.ErrLeaseHeld):
 		return err
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("%s: %w", op, store.ErrNotFound)

@@ -71,6 +71,9 @@ func (s *Store) replaceStorage(ctx context.Context, key store.ObjectKey, storage
 	op := fmt.Sprintf("replace storage of %q", keyName(key))
 	var out *store.Object
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := checkFences(ctx, tx, key); err != nil {
+			return err
+		}
 		// One round trip: the lock, the delete, one insert of every entry
 		// and the totals.
 		b := &pgx.Batch{}
@@ -165,6 +168,9 @@ func (s *Store) applyWrites(ctx context.Context, tx pgx.Tx, batch map[store.Obje
 	keys := slices.SortedFunc(maps.Keys(batch), func(a, b store.ObjectKey) int {
 		return cmp.Or(cmp.Compare(a.TenantID, b.TenantID), cmp.Compare(a.Class, b.Class), cmp.Compare(a.ID, b.ID))
 	})
+	if err := checkFences(ctx, tx, keys...); err != nil {
+		return nil, err
+	}
 	b := &pgx.Batch{}
 	for _, k := range keys {
 		queueWrites(b, k, batch[k])

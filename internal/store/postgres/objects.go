@@ -137,13 +137,30 @@ func (s *Store) ListObjects(ctx context.Context, p store.ListObjectsParams) ([]*
 // clears HibernatedAt (it is set only while hibernating). Waking an already
 // Active object just records the new sandbox.
 func (s *Store) SetObjectActive(ctx context.Context, key store.ObjectKey, sandboxID string) (*store.Object, error) {
-	o, err := scanObject(s.pool.QueryRow(ctx, `UPDATE objects SET status = $4, sandbox_id = $5,
-		hibernated_at = NULL, version = version + 1, updated_at = $6`+objectWhere+` RETURNING `+objectCols,
-		keyArgs(key, string(store.ObjectActive), sandboxID, s.clock())...))
-	if err != nil {
-		return nil, mapErr(fmt.Sprintf("set object %q active", keyName(key)), err)
+	const q = `UPDATE objects SET status = $4, sandbox_id = $5,
+		hibernated_at = NULL, version = version + 1, updated_at = $6` + objectWhere + ` RETURNING ` + objectCols
+	args := keyArgs(key, string(store.ObjectActive), sandboxID, s.clock())
+	op := fmt.Sprintf("set object %q active", keyName(key))
+	if store.FencesFrom(ctx) == nil {
+		o, err := scanObject(s.pool.QueryRow(ctx, q, args...))
+		if err != nil {
+			return nil, mapErr(op, err)
+		}
+		return o, nil
 	}
-	return o, nil
+	var out *store.Object
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := checkFences(ctx, tx, key); err != nil {
+			return err
+		}
+		o, err := scanObject(tx.QueryRow(ctx, q, args...))
+		out = o
+		return err
+	})
+	if err != nil {
+		return nil, mapErr(op, err)
+	}
+	return out, nil
 }
 
 // TouchObject sets LastCallAt only: never Version or UpdatedAt.

@@ -39,12 +39,12 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *store.Sandbox) (*store.Sa
 	out, err := scanSandbox(s.pool.QueryRow(ctx, `INSERT INTO sandboxes
 		(id, tenant_id, driver, image, network, limits, sleep_after_ms, metadata,
 		 environment, session_key, handle, started_at, warmed_at, stopping_at, destroyed_at,
-		 generation, last_activity_at, version, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 1, $18, $19)
+		 generation, last_activity_at, version, created_at, updated_at, node)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 1, $18, $19, $20)
 		RETURNING `+sandboxCols,
 		in.ID, in.TenantID, in.Driver, in.Image, in.Network, a.limits, a.sleepMS, a.metadata,
 		in.Environment, in.SessionKey, a.handle, in.StartedAt, in.WarmedAt, in.StoppingAt, in.DestroyedAt,
-		in.Generation, in.LastActivityAt, in.CreatedAt, in.UpdatedAt))
+		in.Generation, in.LastActivityAt, in.CreatedAt, in.UpdatedAt, in.Node))
 	if err != nil {
 		if isUniqueViolation(err) {
 			return nil, fmt.Errorf("create sandbox %s: %w", in.ID, store.ErrAlreadyExists)
@@ -66,17 +66,27 @@ func (s *Store) GetSandbox(ctx context.Context, id string) (*store.Sandbox, erro
 // ListSandboxes pages through sandboxes in id order, keyed on id alone, so
 // AfterID need not name an existing sandbox. An empty TenantID lists every
 // tenant's (the reaper and recovery sweep them all); Limit <= 0 is no limit.
+// Running and Node are written into the statement only when set, as the
+// predicate of the sandboxes_running index, which the planner can then
+// prove and use.
 func (s *Store) ListSandboxes(ctx context.Context, p store.ListSandboxesParams) ([]*store.Sandbox, error) {
 	var limit *int
 	if p.Limit > 0 {
 		limit = &p.Limit
 	}
-	rows, err := s.pool.Query(ctx, "SELECT "+sandboxCols+` FROM sandboxes
+	q := "SELECT " + sandboxCols + ` FROM sandboxes
 		WHERE ($1::text = '' OR tenant_id = $1)
 		  AND ($2::boolean OR destroyed_at IS NULL)
-		  AND ($3::text = '' OR id > $3)
-		  AND (NOT $5::boolean OR handle IS NOT NULL OR stopping_at IS NOT NULL)
-		ORDER BY id LIMIT $4`, p.TenantID, p.IncludeDestroyed, p.AfterID, limit, p.Running)
+		  AND ($3::text = '' OR id > $3)`
+	args := []any{p.TenantID, p.IncludeDestroyed, p.AfterID, limit}
+	if p.Running {
+		q += ` AND (handle IS NOT NULL OR stopping_at IS NOT NULL)`
+	}
+	if p.Node != "" {
+		args = append(args, p.Node)
+		q += ` AND node = $5`
+	}
+	rows, err := s.pool.Query(ctx, q+` ORDER BY id LIMIT $4`, args...)
 	if err != nil {
 		return nil, mapErr("list sandboxes", err)
 	}
@@ -103,11 +113,11 @@ func (s *Store) UpdateSandbox(ctx context.Context, sb *store.Sandbox) (*store.Sa
 		driver = $3, image = $4, network = $5, limits = $6, sleep_after_ms = $7, metadata = $8,
 		environment = $9, session_key = $10, handle = $11, started_at = $12, warmed_at = $13,
 		stopping_at = $14, destroyed_at = $15, generation = $16, last_activity_at = $17,
-		version = version + 1, updated_at = $18
+		version = version + 1, updated_at = $18, node = $19
 		WHERE id = $1 AND version = $2 RETURNING `+sandboxCols,
 		sb.ID, sb.Version, sb.Driver, sb.Image, sb.Network, a.limits, a.sleepMS, a.metadata,
 		sb.Environment, sb.SessionKey, a.handle, sb.StartedAt, sb.WarmedAt,
-		sb.StoppingAt, sb.DestroyedAt, sb.Generation, sb.LastActivityAt, s.clock()))
+		sb.StoppingAt, sb.DestroyedAt, sb.Generation, sb.LastActivityAt, s.clock(), sb.Node))
 	if err == nil {
 		return out, nil
 	}

@@ -12,7 +12,7 @@ import (
 // sandboxCols is the column list scanSandbox reads, in order.
 const sandboxCols = `id, tenant_id, driver, image, network, limits, sleep_after_ms, metadata,
 	environment, session_key, handle, started_at, warmed_at, stopping_at, destroyed_at,
-	generation, last_activity_at, version, created_at, updated_at`
+	generation, last_activity_at, version, created_at, updated_at, node`
 
 func scanSandbox(row pgx.Row) (*store.Sandbox, error) {
 	var (
@@ -22,7 +22,7 @@ func scanSandbox(row pgx.Row) (*store.Sandbox, error) {
 	)
 	err := row.Scan(&sb.ID, &sb.TenantID, &sb.Driver, &sb.Image, &sb.Network, &limits, &sleepMS, &metadata,
 		&sb.Environment, &sb.SessionKey, &handle, &sb.StartedAt, &sb.WarmedAt, &sb.StoppingAt, &sb.DestroyedAt,
-		&sb.Generation, &sb.LastActivityAt, &sb.Version, &sb.CreatedAt, &sb.UpdatedAt)
+		&sb.Generation, &sb.LastActivityAt, &sb.Version, &sb.CreatedAt, &sb.UpdatedAt, &sb.Node)
 	if err != nil {
 		return nil, err
 	}
