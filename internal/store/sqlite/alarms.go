@@ -156,8 +156,29 @@ func (s *Store) DueAlarms(ctx context.Context, now time.Time, limit int) ([]*sto
 // MarkAlarmFired implements store.ObjectStore. Marking twice is harmless
 // (at-least-once delivery may finish an alarm twice).
 func (s *Store) MarkAlarmFired(ctx context.Context, id, lastError string) error {
-	res, err := s.write.ExecContext(ctx, `UPDATE alarms SET fired = 1, last_error = ?, updated_at = ? WHERE id = ?`,
-		lastError, micros(s.timestamp()), id)
+	const q = `UPDATE alarms SET fired = 1, last_error = ?, updated_at = ? WHERE id = ?`
+	if store.FencesFrom(ctx) != nil {
+		// Fenced: the alarm's object names the lease.
+		return s.inTx(ctx, func(tx *wtx) error {
+			var key store.ObjectKey
+			err := tx.QueryRowContext(ctx, `SELECT tenant_id, class, object_id FROM alarms WHERE id = ?`, id).
+				Scan(&key.TenantID, &key.Class, &key.ID)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("alarm %q: %w", id, store.ErrNotFound)
+			}
+			if err != nil {
+				return fmt.Errorf("sqlite: read alarm %q: %w", id, err)
+			}
+			if err := checkFences(ctx, tx, key); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, q, lastError, micros(s.timestamp()), id); err != nil {
+				return fmt.Errorf("sqlite: mark alarm %q fired: %w", id, err)
+			}
+			return nil
+		})
+	}
+	res, err := s.write.ExecContext(ctx, q, lastError, micros(s.timestamp()), id)
 	if err != nil {
 		return fmt.Errorf("sqlite: mark alarm %q fired: %w", id, err)
 	}

@@ -65,6 +65,9 @@ func (s *Store) replaceStorage(ctx context.Context, key store.ObjectKey, storage
 	now := micros(s.timestamp())
 	var out *store.Object
 	err := s.inTx(ctx, func(tx *wtx) error {
+		if err := checkFences(ctx, tx, key); err != nil {
+			return err
+		}
 		if err := requireObjectTx(ctx, tx, key); err != nil {
 			return err
 		}
@@ -229,6 +232,9 @@ func (s *Store) ApplyStorageWrites(ctx context.Context, key store.ObjectKey, wri
 	now := micros(s.timestamp())
 	var out *store.Object
 	err := s.inTx(ctx, func(tx *wtx) error {
+		if err := checkFences(ctx, tx, key); err != nil {
+			return err
+		}
 		w, err := s.prepareStorageWriter(ctx, tx)
 		if err != nil {
 			return err
@@ -250,13 +256,17 @@ func (s *Store) ApplyStorageWriteBatch(ctx context.Context, batch map[store.Obje
 		return nil
 	}
 	now := micros(s.timestamp())
+	keys := sortedObjectKeys(batch)
 	return s.inTx(ctx, func(tx *wtx) error {
+		if err := checkFences(ctx, tx, keys...); err != nil {
+			return err
+		}
 		w, err := s.prepareStorageWriter(ctx, tx)
 		if err != nil {
 			return err
 		}
 		defer w.close()
-		for _, key := range sortedObjectKeys(batch) {
+		for _, key := range keys {
 			if _, err := w.applyObjectWrites(ctx, key, batch[key], now); err != nil {
 				return err
 			}

@@ -145,13 +145,32 @@ func (s *Store) ListObjects(ctx context.Context, p store.ListObjectsParams) ([]*
 // an already Active object just records the new sandbox.
 func (s *Store) SetObjectActive(ctx context.Context, key store.ObjectKey, sandboxID string) (*store.Object, error) {
 	args := append([]any{store.ObjectActive, sandboxID, micros(s.timestamp())}, keyArgs(key)...)
-	o, err := scanObject(s.write.QueryRowContext(ctx, `UPDATE objects SET status = ?, sandbox_id = ?,
-		hibernated_at = NULL, version = version + 1, updated_at = ?`+objectWhere+` RETURNING `+objectCols, args...))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("object %q: %w", keyName(key), store.ErrNotFound)
+	var o *store.Object
+	set := func(q querier) error {
+		var err error
+		o, err = scanObject(q.QueryRowContext(ctx, `UPDATE objects SET status = ?, sandbox_id = ?,
+			hibernated_at = NULL, version = version + 1, updated_at = ?`+objectWhere+` RETURNING `+objectCols, args...))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("object %q: %w", keyName(key), store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: set object %q active: %w", keyName(key), err)
+		}
+		return nil
+	}
+	var err error
+	if store.FencesFrom(ctx) == nil {
+		err = set(s.write)
+	} else {
+		err = s.inTx(ctx, func(tx *wtx) error {
+			if err := checkFences(ctx, tx, key); err != nil {
+				return err
+			}
+			return set(tx)
+		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: set object %q active: %w", keyName(key), err)
+		return nil, err
 	}
 	return o, nil
 }

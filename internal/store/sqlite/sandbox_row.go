@@ -13,7 +13,7 @@ import (
 // sandboxCols is the column list scanSandbox reads, in order.
 const sandboxCols = `id, tenant_id, driver, image, network, limits, sleep_after_ms, metadata,
 	environment, session_key, handle, started_at, warmed_at, stopping_at, destroyed_at,
-	generation, last_activity_at, version, created_at, updated_at`
+	generation, last_activity_at, version, created_at, updated_at, node`
 
 func scanSandbox(r scanner) (*store.Sandbox, error) {
 	var (
@@ -24,7 +24,7 @@ func scanSandbox(r scanner) (*store.Sandbox, error) {
 	)
 	err := r.Scan(&sb.ID, &sb.TenantID, &sb.Driver, &sb.Image, &sb.Network, &limits, &sleepMS, &metadata,
 		&sb.Environment, &sb.SessionKey, &handle, &started, &warmed, &stopping, &destroyed,
-		&sb.Generation, &lastActivity, &sb.Version, &created, &updated)
+		&sb.Generation, &lastActivity, &sb.Version, &created, &updated, &sb.Node)
 	if err != nil {
 		return nil, err
 	}

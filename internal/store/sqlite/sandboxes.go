@@ -38,12 +38,12 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *store.Sandbox) (*store.Sa
 	out, err := scanSandbox(s.write.QueryRowContext(ctx, `INSERT INTO sandboxes
 		(id, tenant_id, driver, image, network, limits, sleep_after_ms, metadata,
 		 environment, session_key, handle, started_at, warmed_at, stopping_at, destroyed_at,
-		 generation, last_activity_at, version, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
+		 generation, last_activity_at, version, created_at, updated_at, node)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING RETURNING `+sandboxCols,
 		in.ID, in.TenantID, in.Driver, in.Image, in.Network, a.limits, a.sleepMS, a.metadata,
 		in.Environment, in.SessionKey, a.handle, a.started, a.warmed, a.stopping, a.destroyed,
-		in.Generation, micros(in.LastActivityAt), micros(in.CreatedAt), micros(in.UpdatedAt)))
+		in.Generation, micros(in.LastActivityAt), micros(in.CreatedAt), micros(in.UpdatedAt), in.Node))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sandbox %q: %w", in.ID, store.ErrAlreadyExists)
 	}
@@ -68,17 +68,27 @@ func (s *Store) GetSandbox(ctx context.Context, id string) (*store.Sandbox, erro
 // ListSandboxes implements store.SandboxStore: id order, keyed on id alone,
 // so AfterID need not name a sandbox. An empty TenantID lists every
 // tenant's (the reaper and recovery sweep them all); Limit <= 0 is no limit.
+// Running and Node are written into the statement only when set, Running
+// as the very predicate of the sandboxes_running index, so the planner
+// uses it.
 func (s *Store) ListSandboxes(ctx context.Context, p store.ListSandboxesParams) ([]*store.Sandbox, error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+sandboxCols+` FROM sandboxes
+	q := `SELECT ` + sandboxCols + ` FROM sandboxes
 		WHERE (?1 = '' OR tenant_id = ?1)
 		  AND (?2 OR destroyed_at IS NULL)
-		  AND id > ?3
-		  AND (NOT ?5 OR handle IS NOT NULL OR stopping_at IS NOT NULL)
-		ORDER BY id LIMIT ?4`, p.TenantID, p.IncludeDestroyed, p.AfterID, limit, p.Running)
+		  AND id > ?3`
+	args := []any{p.TenantID, p.IncludeDestroyed, p.AfterID, limit}
+	if p.Running {
+		q += ` AND (handle IS NOT NULL OR stopping_at IS NOT NULL)`
+	}
+	if p.Node != "" {
+		q += ` AND node = ?5`
+		args = append(args, p.Node)
+	}
+	rows, err := s.read.QueryContext(ctx, q+` ORDER BY id LIMIT ?4`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list sandboxes: %w", err)
 	}
@@ -113,12 +123,12 @@ func (s *Store) UpdateSandbox(ctx context.Context, sb *store.Sandbox) (*store.Sa
 			driver = ?, image = ?, network = ?, limits = ?, sleep_after_ms = ?, metadata = ?,
 			environment = ?, session_key = ?, handle = ?, started_at = ?, warmed_at = ?,
 			stopping_at = ?, destroyed_at = ?, generation = ?, last_activity_at = ?,
-			version = version + 1, updated_at = ?
+			version = version + 1, updated_at = ?, node = ?
 			WHERE id = ? AND version = ? RETURNING `+sandboxCols,
 			sb.Driver, sb.Image, sb.Network, a.limits, a.sleepMS, a.metadata,
 			sb.Environment, sb.SessionKey, a.handle, a.started, a.warmed,
 			a.stopping, a.destroyed, sb.Generation, micros(sb.LastActivityAt),
-			micros(s.timestamp()), sb.ID, sb.Version))
+			micros(s.timestamp()), sb.Node, sb.ID, sb.Version))
 		if err == nil {
 			out = row
 			return nil
