@@ -102,6 +102,7 @@ func fullSandbox(id string) store.Sandbox {
 		ID: id, TenantID: "tnt_a", Driver: "process", Image: "debian:13", Network: "none",
 		Limits: json.RawMessage(`{"memory_mb":512,"pids":64,"cpus":1.5}`), SleepAfter: 90 * time.Second,
 		Metadata: map[string]string{"owner": "ci", "purpose": "contract"}, Environment: "env_1", SessionKey: "sess_1",
+		Node:      "node-1",
 		Handle:    json.RawMessage(`{"pid":4242,"dir":"/var/lib/agentkernel/x"}`),
 		StartedAt: sbAtPtr(time.Minute), WarmedAt: sbAtPtr(2 * time.Minute), StoppingAt: sbAtPtr(3 * time.Minute),
 		DestroyedAt: sbAtPtr(4 * time.Minute), Generation: 7, LastActivityAt: sbAt(150 * time.Second),
@@ -123,6 +124,7 @@ func sameSandbox(t *testing.T, what string, got, want *store.Sandbox) {
 	sbSameMetadata(t, what+" Metadata", got.Metadata, want.Metadata)
 	equal(t, what+" Environment", got.Environment, want.Environment)
 	equal(t, what+" SessionKey", got.SessionKey, want.SessionKey)
+	equal(t, what+" Node", got.Node, want.Node)
 	sbSameJSON(t, what+" Handle", got.Handle, want.Handle)
 	sbSameTimePtr(t, what+" StartedAt", got.StartedAt, want.StartedAt)
 	sbSameTimePtr(t, what+" WarmedAt", got.WarmedAt, want.WarmedAt)
@@ -186,6 +188,7 @@ var sandboxCases = []sandboxCase{
 	{"ListScopedToTenant", testSandboxListTenant},
 	{"ListPages", testSandboxListPages},
 	{"ListRunning", testSandboxListRunning},
+	{"ListNode", testSandboxListNode},
 	{"DeleteKeepsBackups", testSandboxDelete},
 }
 
@@ -286,7 +289,7 @@ func testSandboxUpdate(e *sbEnv) {
 	cleared := *out
 	cleared.Handle, cleared.Limits, cleared.Metadata = nil, nil, map[string]string{}
 	cleared.StartedAt, cleared.WarmedAt, cleared.StoppingAt, cleared.DestroyedAt = nil, nil, nil, nil
-	cleared.Generation, cleared.SleepAfter = 0, 0
+	cleared.Generation, cleared.SleepAfter, cleared.Node = 0, 0, ""
 	out2, err := e.s.UpdateSandbox(e.ctx, &cleared)
 	mustOK(e.t, err, "UpdateSandbox clearing fields")
 	want2 := cleared
@@ -457,4 +460,46 @@ func testSandboxListRunning(e *sbEnv) {
 	sbEqualIDs(e.t, "running with destroyed", e.list(store.ListSandboxesParams{Running: true, IncludeDestroyed: true}),
 		"sbx_gone", "sbx_run", "sbx_stop", "sbx_warm")
 	sbEqualIDs(e.t, "all", e.list(store.ListSandboxesParams{}), "sbx_cold", "sbx_run", "sbx_stop", "sbx_warm")
+}
+
+// testSandboxListNode: Node lists one node's sandboxes (with Running, the
+// ones that node's reaper and recovery look at); an update moves a sandbox
+// to another node (a takeover of a dead node's row).
+func testSandboxListNode(e *sbEnv) {
+	run := json.RawMessage(`{"pid":1}`)
+	e.create(store.Sandbox{ID: "sbx_a_cold", TenantID: "tnt_a", Node: "node-a"})
+	e.create(store.Sandbox{ID: "sbx_a_run", TenantID: "tnt_a", Node: "node-a", Handle: run})
+	e.create(store.Sandbox{ID: "sbx_a_stop", TenantID: "tnt_b", Node: "node-a", StoppingAt: sbAtPtr(0)})
+	e.create(store.Sandbox{ID: "sbx_a_gone", TenantID: "tnt_a", Node: "node-a", Handle: run, DestroyedAt: sbAtPtr(0)})
+	e.create(store.Sandbox{ID: "sbx_b_run", TenantID: "tnt_a", Node: "node-b", Handle: run})
+	e.create(store.Sandbox{ID: "sbx_none_run", TenantID: "tnt_a", Handle: run})
+
+	equal(e.t, "Node read back", e.get("sbx_a_run").Node, "node-a")
+	equal(e.t, "Node of a sandbox created without one", e.get("sbx_none_run").Node, "")
+	sbEqualIDs(e.t, "node a", e.list(store.ListSandboxesParams{Node: "node-a"}), "sbx_a_cold", "sbx_a_run", "sbx_a_stop")
+	sbEqualIDs(e.t, "node a running", e.list(store.ListSandboxesParams{Node: "node-a", Running: true}),
+		"sbx_a_run", "sbx_a_stop")
+	sbEqualIDs(e.t, "node a running with destroyed",
+		e.list(store.ListSandboxesParams{Node: "node-a", Running: true, IncludeDestroyed: true}),
+		"sbx_a_gone", "sbx_a_run", "sbx_a_stop")
+	sbEqualIDs(e.t, "node a running of tenant a",
+		e.list(store.ListSandboxesParams{Node: "node-a", Running: true, TenantID: "tnt_a"}), "sbx_a_run")
+	sbEqualIDs(e.t, "node a after sbx_a_cold, one",
+		e.list(store.ListSandboxesParams{Node: "node-a", AfterID: "sbx_a_cold", Limit: 1}), "sbx_a_run")
+	sbEqualIDs(e.t, "node b running", e.list(store.ListSandboxesParams{Node: "node-b", Running: true}), "sbx_b_run")
+	sbEqualIDs(e.t, "unknown node", e.list(store.ListSandboxesParams{Node: "node-z"}))
+	sbEqualIDs(e.t, "every node's running", e.list(store.ListSandboxesParams{Running: true}),
+		"sbx_a_run", "sbx_a_stop", "sbx_b_run", "sbx_none_run")
+
+	// Node b takes over node a's running sandbox.
+	moved := e.get("sbx_a_run")
+	moved.Node = "node-b"
+	out, err := e.s.UpdateSandbox(e.ctx, moved)
+	mustOK(e.t, err, "UpdateSandbox moving sbx_a_run to node b")
+	equal(e.t, "Node after the move", out.Node, "node-b")
+	equal(e.t, "Node read back after the move", e.get("sbx_a_run").Node, "node-b")
+	sbEqualIDs(e.t, "node a running after the move", e.list(store.ListSandboxesParams{Node: "node-a", Running: true}),
+		"sbx_a_stop")
+	sbEqualIDs(e.t, "node b running after the move", e.list(store.ListSandboxesParams{Node: "node-b", Running: true}),
+		"sbx_a_run", "sbx_b_run")
 }
