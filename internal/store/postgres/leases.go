@@ -81,15 +81,21 @@ func (s *Store) AcquireLease(ctx context.Context, resource, node, address string
 	return out, nil
 }
 
-// RenewLeases implements store.LeaseStore. A row another node took over no
-// longer names node: the UPDATE, re-checking its WHERE after waiting for a
-// takeover's row lock, passes it by.
+// RenewLeases implements store.LeaseStore. The rows are locked in resource
+// order, the order in which fenced writes read theirs FOR SHARE: in the
+// table's order, a renewal and a fenced batch could each hold a row the
+// other waits for (a deadlock, one of them aborted). A row another node
+// took over no longer names node: the locking read, re-checking its WHERE
+// after waiting for the takeover's row lock, passes it by.
 func (s *Store) RenewLeases(ctx context.Context, node string, ttl time.Duration) ([]store.HeldLease, error) {
 	if node == "" || ttl <= 0 {
 		return nil, fmt.Errorf("renew leases: node %q and a positive ttl (%s) are required: %w", node, ttl, store.ErrInvalid)
 	}
 	rows, err := s.pool.Query(ctx, `WITH r AS (
-			UPDATE leases SET expires_at = now() + $2::bigint * interval '1 microsecond' WHERE node = $1 RETURNING resource, token
+			UPDATE leases SET expires_at = now() + $2::bigint * interval '1 microsecond'
+			WHERE node = $1 AND resource IN (
+				SELECT resource FROM leases WHERE node = $1 ORDER BY resource FOR NO KEY UPDATE)
+			RETURNING resource, token
 		) SELECT resource, token FROM r ORDER BY resource`, node, ttlMicros(ttl))
 	if err != nil {
 		return nil, mapErr("renew leases of node "+node, err)
