@@ -5,7 +5,9 @@
 //
 // The suite checks the behaviour the store package documents, the bad paths
 // (ErrNotFound, ErrAlreadyExists, *StaleStateError, ErrInvalid) and the
-// races the seeds call atomic. It never sleeps and has no timing thresholds.
+// races the seeds call atomic. It has no timing thresholds, and sleeps only
+// where the store's own clock must pass: the lease cases (ExerciseLeases)
+// wait for a 1ms lease to lapse, retrying every millisecond.
 package storetest
 
 import (
