@@ -60,6 +60,8 @@ type Config struct {
 	Webhooks WebhooksConfig `toml:"webhooks"`
 	// WorkQueue is the work queue of self_hosted environments.
 	WorkQueue WorkQueueConfig `toml:"work_queue"`
+	// Cluster makes this daemon a node of several sharing one store.
+	Cluster ClusterConfig `toml:"cluster"`
 }
 
 // PackagesConfig points the package managers of environment builds at the
@@ -258,6 +260,7 @@ func Default() Config {
 		Monitor:        DefaultMonitor(),
 		Webhooks:       DefaultWebhooks(),
 		WorkQueue:      DefaultWorkQueue(),
+		Cluster:        DefaultCluster(),
 		Files:          FilesConfig{MaxUploadBytes: DefaultMaxUploadBytes},
 	}
 }

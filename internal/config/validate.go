@@ -135,6 +135,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateEgress()...)
 	errs = append(errs, c.validateWebhooks()...)
 	errs = append(errs, c.validateWorkQueue()...)
+	errs = append(errs, c.validateCluster()...)
 	errs = append(errs, c.validateResources()...)
 	return errors.Join(errs...)
 }
