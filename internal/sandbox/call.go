@@ -78,6 +78,9 @@ func (m *Manager) checkTenant(ctx context.Context, e *entry, tenantID, id string
 		if err != nil {
 			return err
 		}
+		if err := m.here(sb); err != nil {
+			return err
+		}
 		owner = sb.TenantID
 		e.tenant.Store(owner)
 	}

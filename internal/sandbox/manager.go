@@ -38,7 +38,10 @@ const (
 var (
 	ErrUnknownDriver = errors.New("unknown sandbox driver")
 	ErrDestroyed     = errors.New("sandbox is destroyed")
-	ErrInvalid       = errors.New("invalid sandbox parameters")
+	// ErrElsewhere: the sandbox runs on another node of the cluster
+	// (*ElsewhereError names it).
+	ErrElsewhere = errors.New("sandbox runs on another node")
+	ErrInvalid   = errors.New("invalid sandbox parameters")
 	// ErrHostNetwork: a request asked for the host's network and the
 	// operator does not allow it.
 	ErrHostNetwork = errors.New(`field "network": "host" shares the host's network (the daemon's API on loopback included) and the operator does not allow it; set [sandbox] allow_host_network = true in agentkernel.toml to allow it`)
@@ -51,6 +54,10 @@ type Store interface {
 
 // ManagerConfig configures a Manager.
 type ManagerConfig struct {
+	// Node is this node's id when it is one of several daemons sharing
+	// the store ("" alone): its sandboxes carry it, and it recovers,
+	// reaps and serves only those; another node's is ErrElsewhere.
+	Node    string
 	Store   Store
 	Blobs   blob.Store
 	Drivers map[string]Driver
@@ -356,7 +363,7 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (*Info, error) {
 	sb, err := m.cfg.Store.CreateSandbox(ctx, &store.Sandbox{
 		ID: id, TenantID: p.TenantID, Driver: p.Driver, Image: p.Image, Network: p.Network,
 		Limits: rawLimits, SleepAfter: p.SleepAfter, Metadata: p.Metadata,
-		Environment: p.Environment, SessionKey: p.SessionKey, LastActivityAt: now,
+		Environment: p.Environment, SessionKey: p.SessionKey, LastActivityAt: now, Node: m.cfg.Node,
 	})
 	if err != nil {
 		return nil, err
@@ -442,7 +449,7 @@ func (m *Manager) List(ctx context.Context, tenantID string, state State) ([]*In
 // ListRunning returns every tenant's sandboxes whose instance may run (a
 // driver handle or a stop in progress), without reading the cold ones.
 func (m *Manager) ListRunning(ctx context.Context) ([]*Info, error) {
-	sbs, err := m.cfg.Store.ListSandboxes(ctx, store.ListSandboxesParams{Running: true})
+	sbs, err := m.cfg.Store.ListSandboxes(ctx, store.ListSandboxesParams{Running: true, Node: m.cfg.Node})
 	if err != nil {
 		return nil, err
 	}
@@ -471,7 +478,42 @@ func (m *Manager) load(ctx context.Context, tenantID, id string) (*store.Sandbox
 	if tenantID != "" && sb.TenantID != tenantID {
 		return nil, fmt.Errorf("sandbox %s: %w", id, store.ErrNotFound)
 	}
+	if err := m.here(sb); err != nil {
+		return nil, err
+	}
 	return sb, nil
+}
+
+// ElsewhereError is ErrElsewhere with the node that runs the sandbox.
+type ElsewhereError struct{ ID, Node string }
+
+func (e *ElsewhereError) Error() string {
+	return fmt.Sprintf("sandbox %s runs on node %s", e.ID, e.Node)
+}
+
+func (e *ElsewhereError) Unwrap() error { return ErrElsewhere }
+
+// Here says whether the sandbox runs on this node: nil when it does (or
+// there is no such sandbox, or this daemon is alone), an *ElsewhereError
+// when another node's driver runs it.
+func (m *Manager) Here(ctx context.Context, tenantID, id string) error {
+	if m.cfg.Node == "" {
+		return nil
+	}
+	sb, err := m.cfg.Store.GetSandbox(ctx, id)
+	if err != nil || (tenantID != "" && sb.TenantID != tenantID) {
+		return nil
+	}
+	return m.here(sb)
+}
+
+// here refuses a sandbox another node runs: only its node's driver can
+// reach its instance.
+func (m *Manager) here(sb *store.Sandbox) error {
+	if m.cfg.Node != "" && sb.Node != "" && sb.Node != m.cfg.Node {
+		return &ElsewhereError{ID: sb.ID, Node: sb.Node}
+	}
+	return nil
 }
 
 // seed fills a new sandbox's workspace. The seed is the workspace from

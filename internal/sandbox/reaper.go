@@ -88,7 +88,7 @@ func (m *Manager) ReapOnce(ctx context.Context) ReapReport {
 	now := m.clock.Now()
 	// Only a running instance can be idle: cold sandboxes (every
 	// hibernated object has one) are not read.
-	sbs, err := m.cfg.Store.ListSandboxes(ctx, store.ListSandboxesParams{Running: true})
+	sbs, err := m.cfg.Store.ListSandboxes(ctx, store.ListSandboxesParams{Running: true, Node: m.cfg.Node})
 	if err != nil {
 		m.log.WarnContext(ctx, "reaper: list sandboxes", "err", err)
 		return rep

@@ -27,7 +27,7 @@ func (m *Manager) Recover(ctx context.Context) (RecoverReport, error) {
 	if err := m.sweepPoolOnce(ctx); err != nil {
 		return rep, fmt.Errorf("sandbox pool left by an earlier run: %w", err)
 	}
-	sbs, err := m.cfg.Store.ListSandboxes(ctx, store.ListSandboxesParams{Running: true})
+	sbs, err := m.cfg.Store.ListSandboxes(ctx, store.ListSandboxesParams{Running: true, Node: m.cfg.Node})
 	if err != nil {
 		return rep, err
 	}
