@@ -128,8 +128,9 @@ func (r *Runtime) wake(ctx context.Context, a *actor, cls *Class) error {
 		err = sandbox.ErrDestroyed
 	}
 	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, sandbox.ErrDestroyed):
-		// The sandbox was removed behind our back: the storage is in the
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, sandbox.ErrDestroyed), elsewhere(err):
+		// The sandbox was removed behind our back, or it is another
+		// node's (the object was taken over): the storage is in the
 		// store, so a new sandbox serves as well.
 		if sh == nil {
 			r.releaseApp(ctx, a.key.TenantID, sbID)

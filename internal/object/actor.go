@@ -92,6 +92,14 @@ func (r *Runtime) adopt(ctx context.Context, a *actor, o *store.Object) error {
 		a.lastCall.Store(o.LastCallAt.UnixNano())
 		a.touched.Store(o.LastCallAt.UnixNano())
 	}
+	if o.Status == store.ObjectActive && r.cfg.Cluster != nil {
+		// Taken over from another node: its sandbox there is not this
+		// node's to call, so it wakes here from the persisted storage.
+		if _, err := r.sbx.Get(ctx, a.key.TenantID, o.SandboxID); elsewhere(err) {
+			r.setState(a, stateHibernating)
+			return nil
+		}
+	}
 	if o.Status == store.ObjectActive {
 		sh, err := r.sharedOf(ctx, a.key.TenantID, o.SandboxID)
 		if err != nil {

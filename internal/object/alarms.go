@@ -130,6 +130,9 @@ func (r *Runtime) alarmPass(ctx context.Context) {
 		return
 	}
 	for _, al := range due {
+		if !r.owns(ctx, al.ObjectKey) {
+			continue // its owner fires it
+		}
 		if _, busy := r.firing.LoadOrStore(al.ID, true); busy {
 			continue
 		}

@@ -95,6 +95,11 @@ func (r *Runtime) Delete(ctx context.Context, key store.ObjectKey) error {
 				r.destroySandbox(ctx, key.TenantID, a.sandboxID)
 			}
 		}
+		if r.cfg.Cluster != nil {
+			if err := r.cfg.Cluster.Release(ctx, store.ObjectResource(key)); err != nil {
+				r.log.WarnContext(ctx, "object: deleted; its lease stays until it lapses", "object", subject(key), "err", err)
+			}
+		}
 		r.audit(ctx, key, "ObjectDeleted", map[string]any{"sandbox_id": a.sandboxID})
 		r.log.InfoContext(ctx, "object deleted", "object", subject(key), "tenant", key.TenantID)
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/blob"
 	"github.com/agentkernel/agentkernel/internal/clock"
+	"github.com/agentkernel/agentkernel/internal/cluster"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/store"
@@ -45,6 +46,10 @@ type Config struct {
 	// BlobPins keeps the blob GC off a bundle's blob from before its Put
 	// until the row naming it is committed (the collector; nil without one).
 	BlobPins blob.Pinner
+
+	// Cluster is this node when several daemons share the store (nil
+	// alone): objects are served where their lease is (cluster.go).
+	Cluster *cluster.Node
 
 	Clock    clock.Clock
 	Log      *slog.Logger
@@ -229,6 +234,9 @@ func (r *Runtime) loadActive(ctx context.Context) error {
 	}
 	now := r.clock.Now()
 	for _, o := range objs {
+		if !r.mine(ctx, o) {
+			continue
+		}
 		cls, err := r.Class(ctx, o.TenantID, o.Class)
 		if err != nil {
 			cls = classFromDef(ClassDef{Class: o.Class, InitCommand: []string{"?"}}, false)
@@ -259,9 +267,46 @@ func (r *Runtime) loadActive(ctx context.Context) error {
 			if _, err := r.sharedOf(ctx, in.TenantID, in.ID); err != nil {
 				return err
 			}
+		} else if key, ok := objectOf(in.Sandbox); ok && r.cfg.Cluster != nil {
+			r.dropStray(ctx, key, in.ID)
 		}
 	}
 	return nil
+}
+
+// dropStray destroys a running sandbox of this node that its object no
+// longer names: another node took the object over while this one was
+// down, and serves it from a sandbox of its own.
+func (r *Runtime) dropStray(ctx context.Context, key store.ObjectKey, sandboxID string) {
+	o, err := r.st.GetObject(ctx, key)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return
+	}
+	if o != nil && o.SandboxID == sandboxID {
+		return
+	}
+	r.log.InfoContext(ctx, "object: its sandbox here is no longer its own (another node took it over); destroyed", "object", subject(key), "sandbox", sandboxID)
+	r.destroySandbox(ctx, key.TenantID, sandboxID)
+}
+
+// mine says, at start, whether an Active object is this node's to adopt:
+// always alone; in a cluster, when this node still holds its lease. An
+// object another node took over while this one was down or cut off has
+// its sandbox here destroyed (the new owner serves it from the store).
+func (r *Runtime) mine(ctx context.Context, o *store.Object) bool {
+	if r.cfg.Cluster == nil {
+		return true
+	}
+	if r.cfg.Cluster.Owns(store.ObjectResource(o.ObjectKey)) {
+		return true
+	}
+	in, err := r.sbx.Get(ctx, o.TenantID, o.SandboxID)
+	if err == nil && in.State != sandbox.StateDestroyed {
+		if _, _, shared := sharedMeta(in.Sandbox); !shared {
+			r.destroySandbox(ctx, o.TenantID, o.SandboxID)
+		}
+	}
+	return false
 }
 
 func listAll(ctx context.Context, st store.ObjectStore, p store.ListObjectsParams) ([]*store.Object, error) {

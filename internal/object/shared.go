@@ -139,7 +139,7 @@ func (r *Runtime) sharedOf(ctx context.Context, tenantID, id string) (*sharedSan
 	}
 	// Read outside pools.mu: object-mode wakes come through here.
 	in, err := r.sbx.Get(ctx, tenantID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || elsewhere(err) {
 		return nil, nil
 	}
 	if err != nil {
