@@ -69,6 +69,9 @@ type envelopeErr struct {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	err = managedErr(err)
 	var e *Error
+	if ce, ok := clusterErr(err); ok {
+		err = ce
+	}
 	switch {
 	case errors.As(err, &e):
 	case errors.Is(err, store.ErrNotFound):

@@ -71,6 +71,7 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 			SandboxNetwork: o.SandboxNetwork, Vaults: o.Vaults, Resources: o.Resources, MaxEventBytes: o.MaxEventBytes,
 			Events: o.Events, Runner: o.Runner, Work: workQueue(o.Work), Log: s.log})}
 	a := s.authenticated
+	oa := func(h http.HandlerFunc) http.HandlerFunc { return a(s.sessionOwner(h)) }
 	s.mux.HandleFunc("POST /v1/agents", a(s.noQuery(m.createAgent)))
 	s.mux.HandleFunc("GET /v1/agents", a(m.listAgents))
 	s.mux.HandleFunc("GET /v1/agents/{id}", a(m.getAgent))
@@ -90,14 +91,15 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 	// A self_hosted environment's worker reads its sessions and their
 	// events and sends its tool results with the environment's key.
 	e := s.envAuthenticated
-	s.mux.HandleFunc("GET /v1/sessions/{id}", e(s.noQuery(m.getSession)))
-	s.mux.HandleFunc("POST /v1/sessions/{id}", a(s.noQuery(m.updateSession)))
-	s.mux.HandleFunc("DELETE /v1/sessions/{id}", a(s.noQuery(m.deleteSession)))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/archive", a(s.noQuery(m.archiveSession)))
+	oe := func(h http.HandlerFunc) http.HandlerFunc { return e(s.sessionOwner(h)) }
+	s.mux.HandleFunc("GET /v1/sessions/{id}", oe(s.noQuery(m.getSession)))
+	s.mux.HandleFunc("POST /v1/sessions/{id}", oa(s.noQuery(m.updateSession)))
+	s.mux.HandleFunc("DELETE /v1/sessions/{id}", oa(s.noQuery(m.deleteSession)))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/archive", oa(s.noQuery(m.archiveSession)))
 
-	s.mux.HandleFunc("GET /v1/sessions/{id}/events", e(m.listEvents))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/events", e(s.noQuery(m.sendEvents)))
-	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", e(m.streamEvents))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/events", oe(m.listEvents))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/events", oe(s.noQuery(m.sendEvents)))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", oe(m.streamEvents))
 	s.registerThreadRoutes(m)
 
 	if o.Resources != nil {

@@ -18,7 +18,8 @@ import (
 //	GET  /v1/sessions/{id}/history                           → lineage, turns, branches
 func (s *Server) registerLineageRoutes(m *managedAPI, l *lineage.Service) {
 	a := s.authenticated
-	s.mux.HandleFunc("POST /v1/sessions/{id}/fork", a(s.noQuery(func(w http.ResponseWriter, r *http.Request) {
+	oa := func(h http.HandlerFunc) http.HandlerFunc { return a(s.sessionOwner(h)) }
+	s.mux.HandleFunc("POST /v1/sessions/{id}/fork", oa(s.noQuery(func(w http.ResponseWriter, r *http.Request) {
 		eventID, err := eventIDBody(r, false)
 		if err != nil {
 			m.writeError(w, r, err)
@@ -36,7 +37,7 @@ func (s *Server) registerLineageRoutes(m *managedAPI, l *lineage.Service) {
 		}
 		writeJSON(w, http.StatusOK, out)
 	})))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/rewind", a(s.noQuery(func(w http.ResponseWriter, r *http.Request) {
+	s.mux.HandleFunc("POST /v1/sessions/{id}/rewind", oa(s.noQuery(func(w http.ResponseWriter, r *http.Request) {
 		eventID, err := eventIDBody(r, true)
 		if err != nil {
 			m.writeError(w, r, err)
@@ -59,7 +60,7 @@ func (s *Server) registerLineageRoutes(m *managedAPI, l *lineage.Service) {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"session": sj, "branch": bj})
 	})))
-	s.mux.HandleFunc("GET /v1/sessions/{id}/branches", a(s.noQuery(func(w http.ResponseWriter, r *http.Request) {
+	s.mux.HandleFunc("GET /v1/sessions/{id}/branches", oa(s.noQuery(func(w http.ResponseWriter, r *http.Request) {
 		bs, err := l.Branches(r.Context(), tenant(r), r.PathValue("id"))
 		if err != nil {
 			m.writeError(w, r, lineageErr(err))
@@ -76,7 +77,7 @@ func (s *Server) registerLineageRoutes(m *managedAPI, l *lineage.Service) {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"data": data})
 	})))
-	s.mux.HandleFunc("GET /v1/sessions/{id}/history", a(s.noQuery(func(w http.ResponseWriter, r *http.Request) {
+	s.mux.HandleFunc("GET /v1/sessions/{id}/history", oa(s.noQuery(func(w http.ResponseWriter, r *http.Request) {
 		h, err := l.History(r.Context(), tenant(r), r.PathValue("id"))
 		if err != nil {
 			m.writeError(w, r, lineageErr(err))

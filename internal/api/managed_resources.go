@@ -17,11 +17,12 @@ import (
 
 func (s *Server) registerResourceRoutes(m *managedAPI) {
 	a := s.authenticated
-	s.mux.HandleFunc("POST /v1/sessions/{id}/resources", a(s.noQuery(m.addResource)))
-	s.mux.HandleFunc("GET /v1/sessions/{id}/resources", a(s.query(m.listResources, "limit", "page")))
-	s.mux.HandleFunc("GET /v1/sessions/{id}/resources/{rid}", a(s.noQuery(m.getResource)))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/resources/{rid}", a(s.noQuery(m.updateResource)))
-	s.mux.HandleFunc("DELETE /v1/sessions/{id}/resources/{rid}", a(s.noQuery(m.deleteResource)))
+	oa := func(h http.HandlerFunc) http.HandlerFunc { return a(s.sessionOwner(h)) }
+	s.mux.HandleFunc("POST /v1/sessions/{id}/resources", oa(s.noQuery(m.addResource)))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/resources", oa(s.query(m.listResources, "limit", "page")))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/resources/{rid}", oa(s.noQuery(m.getResource)))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/resources/{rid}", oa(s.noQuery(m.updateResource)))
+	s.mux.HandleFunc("DELETE /v1/sessions/{id}/resources/{rid}", oa(s.noQuery(m.deleteResource)))
 }
 
 // inputErr turns the resources layer's bad input into the API's error.

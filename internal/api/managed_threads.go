@@ -14,11 +14,12 @@ import (
 
 func (s *Server) registerThreadRoutes(m *managedAPI) {
 	a := s.authenticated
-	s.mux.HandleFunc("GET /v1/sessions/{id}/threads", a(m.listThreads))
-	s.mux.HandleFunc("GET /v1/sessions/{id}/threads/{thread_id}", a(s.noQuery(m.getThread)))
-	s.mux.HandleFunc("POST /v1/sessions/{id}/threads/{thread_id}/archive", a(s.noQuery(m.archiveThread)))
-	s.mux.HandleFunc("GET /v1/sessions/{id}/threads/{thread_id}/events", a(m.listThreadEvents))
-	s.mux.HandleFunc("GET /v1/sessions/{id}/threads/{thread_id}/stream", a(m.streamThreadEvents))
+	oa := func(h http.HandlerFunc) http.HandlerFunc { return a(s.sessionOwner(h)) }
+	s.mux.HandleFunc("GET /v1/sessions/{id}/threads", oa(m.listThreads))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/threads/{thread_id}", oa(s.noQuery(m.getThread)))
+	s.mux.HandleFunc("POST /v1/sessions/{id}/threads/{thread_id}/archive", oa(s.noQuery(m.archiveThread)))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/threads/{thread_id}/events", oa(m.listThreadEvents))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/threads/{thread_id}/stream", oa(m.streamThreadEvents))
 }
 
 // threadStatuses are the values of the list's statuses filter.

@@ -4,6 +4,7 @@
 package api
 
 import (
+	"github.com/agentkernel/agentkernel/internal/cluster"
 	"log/slog"
 	"net/http"
 	"path"
@@ -45,6 +46,9 @@ type Options struct {
 	Files *files.Service
 	// Webhooks serves /v1/webhooks when set.
 	Webhooks *webhook.Service
+	// Cluster is this node when several daemons share the store (nil
+	// alone): requests about what another node owns are forwarded to it.
+	Cluster *cluster.Node
 }
 
 // Server holds the routes and their dependencies.
@@ -62,6 +66,7 @@ type Server struct {
 	keys      keyCache
 	objects   *object.Runtime
 	files     *files.Service
+	cluster   *cluster.Node
 	mux       *routeMux
 	handler   http.Handler
 	// managedSvc is the Managed Agents domain (nil without it); the
@@ -136,6 +141,7 @@ func New(o Options) *Server {
 		maxFile:   o.MaxFileBytes,
 		objects:   o.Objects,
 		files:     o.Files,
+		cluster:   o.Cluster,
 	}
 	if s.maxFile <= 0 {
 		s.maxFile = 64 << 20
