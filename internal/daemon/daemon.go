@@ -20,11 +20,13 @@ import (
 	"github.com/agentkernel/agentkernel/internal/auth"
 	"github.com/agentkernel/agentkernel/internal/blob"
 	"github.com/agentkernel/agentkernel/internal/blob/blobgc"
+	"github.com/agentkernel/agentkernel/internal/cluster"
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/envwork"
 	"github.com/agentkernel/agentkernel/internal/files"
 	managedsvc "github.com/agentkernel/agentkernel/internal/managed"
 	"github.com/agentkernel/agentkernel/internal/memory"
+	"github.com/agentkernel/agentkernel/internal/object"
 	"github.com/agentkernel/agentkernel/internal/packages"
 	"github.com/agentkernel/agentkernel/internal/resources"
 	"github.com/agentkernel/agentkernel/internal/sandbox"
@@ -71,6 +73,10 @@ type Daemon struct {
 	skills *skills.Service
 	// resources runs sessions' resources (nil without Managed Agents storage).
 	resources *resources.Service
+
+	// cluster is this node when several daemons share the store (nil
+	// alone).
+	cluster *cluster.Node
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -161,6 +167,22 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		d.AddService(audit)
 		d.closers = append(d.closers, proxy.Close)
 	}
+	// The cluster first: recovery and the object runtime act only on what
+	// this node owns. lost reaches the object runtime built below.
+	var objects *object.Runtime
+	node, err := joinCluster(ctx, cfg, st, func(res string) {
+		if objects != nil {
+			objects.Lost(res)
+		}
+	}, log)
+	if err != nil {
+		d.closeStores()
+		return nil, err
+	}
+	if node != nil {
+		d.cluster = node.Node
+		d.AddService(node)
+	}
 	mgr, closers, err := newSandboxManager(cfg, st, blobs, gc, proxy, d.registry, log)
 	if err != nil {
 		d.closeStores()
@@ -179,7 +201,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 			d.resources.SetMemory(resourceMemory{d.memory})
 		}
 	}
-	objects, err := newObjectRuntime(cfg, st, mgr, blobs, gc, d.registry, log)
+	objects, err = newObjectRuntime(cfg, st, mgr, blobs, gc, d.cluster, d.registry, log)
 	if err != nil {
 		d.closeStores()
 		return nil, err
@@ -219,7 +241,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		ws := wsnap.Sandboxes{Locker: mgr, Snaps: d.snaps}
 		managed.Lineage = newLineage(st, events, runner.Wake, ws, mgr, d.resources, log)
 		rt, err := newSessionRuntime(cfg, st, events, mgr, sessionServices{vaults: d.vaults, skills: d.skills, packages: pkgs,
-			resources: d.resources, workspaces: ws, work: managed.Work}, log)
+			resources: d.resources, workspaces: ws, work: managed.Work, cluster: d.cluster}, log)
 		if err != nil {
 			d.closeStores()
 			return nil, err
@@ -250,6 +272,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		Monitor:      mon,
 		Files:        d.files,
 		Webhooks:     d.webhooks,
+		Cluster:      d.cluster,
 	})
 	if svc := d.server.ManagedService(); svc != nil {
 		// Added last, so stopped first: no run starts while the session

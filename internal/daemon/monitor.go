@@ -22,6 +22,7 @@ func newMonitor(cfg config.Config, st store.Store, mgr *sandbox.Manager, ws moni
 		return nil, fmt.Errorf("monitor: the %s store does not implement the monitor store", st.Engine())
 	}
 	return monitor.New(monitor.Config{
+		Node:       nodeID(cfg),
 		Store:      ms,
 		Sandboxes:  mgr,
 		Workspaces: ws,

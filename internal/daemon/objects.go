@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"github.com/agentkernel/agentkernel/internal/cluster"
 	"log/slog"
 	"path/filepath"
 
@@ -19,9 +20,15 @@ import (
 // under $home/bundles (private to the daemon: no sandbox mounts anything of
 // the home but its own workspace). It registers its sandbox hooks, so it
 // must exist before the first object sandbox wakes.
-func newObjectRuntime(cfg config.Config, st store.Store, mgr *sandbox.Manager, blobs blob.Store, pins blob.Pinner, reg prometheus.Registerer, log *slog.Logger) (*object.Runtime, error) {
+func newObjectRuntime(cfg config.Config, st store.Store, mgr *sandbox.Manager, blobs blob.Store, pins blob.Pinner, node *cluster.Node, reg prometheus.Registerer, log *slog.Logger) (*object.Runtime, error) {
+	var ost store.ObjectStore = st
+	if node != nil {
+		// A write of an object another node took over is refused.
+		ost = node.FencedObjects(st)
+	}
 	return object.New(object.Config{
-		Store:     st,
+		Cluster:   node,
+		Store:     ost,
 		Sandboxes: mgr,
 		Classes:   cfg.Objects,
 		Limits:    cfg.DurableObjects,

@@ -50,7 +50,12 @@ func newSandboxManager(cfg config.Config, st store.Store, blobs blob.Store, pins
 	if proxy != nil {
 		eg = proxy
 	}
+	var node string
+	if cfg.Cluster.Clustered() {
+		node = nodeID(cfg)
+	}
 	m, err := sandbox.NewManager(sandbox.ManagerConfig{
+		Node:              node,
 		Egress:            eg,
 		Store:             st,
 		Blobs:             sandboxBlobs(cfg.Home, blobs),

@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
+	"github.com/agentkernel/agentkernel/internal/api"
+	"github.com/agentkernel/agentkernel/internal/cluster"
 	"log/slog"
-	"os"
 
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/envwork"
@@ -32,6 +34,8 @@ type sessionServices struct {
 	workspaces session.Workspaces
 	// work is the work queue of self_hosted environments (nil: none).
 	work *envwork.Queue
+	// cluster is this node when several daemons share the store.
+	cluster *cluster.Node
 }
 
 func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventLog, mgr *sandbox.Manager, svc sessionServices, log *slog.Logger) (*session.Runtime, error) {
@@ -47,10 +51,7 @@ func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventL
 	if err != nil {
 		return nil, fmt.Errorf("[models]: %w", err)
 	}
-	host, _ := os.Hostname()
-	if host == "" {
-		host = "node"
-	}
+	host := nodeID(cfg)
 	rtCfg := session.RuntimeConfig{
 		Store: st, Events: events, Models: reg,
 		// The boot id changes with every start, so a run row names the
@@ -59,6 +60,17 @@ func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventL
 		Failpoint:     failpointHook(cfg.Home, log),
 		BackgroundCap: cfg.Sandbox.BackgroundCap.D(),
 		Log:           log,
+	}
+	if n := svc.cluster; n != nil {
+		// Only the owner of a session runs its turns; a dead owner's run
+		// rows are orphans once the cluster's lease period passed.
+		rtCfg.Lease = n.TTL()
+		rtCfg.Owns = func(id string) bool {
+			ctx, cancel := context.WithTimeout(context.Background(), n.TTL())
+			defer cancel()
+			rt, err := n.Route(ctx, api.SessionResource(id))
+			return err == nil && rt.Local
+		}
 	}
 	if mgr != nil {
 		rtCfg.Sandboxes = mgr

@@ -68,10 +68,14 @@ func (r *Runtime) WakePending(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("list pending sessions: %w", err)
 	}
+	n := 0
 	for _, id := range ids {
-		r.Wake(id)
+		if r.owns(id) {
+			r.Wake(id)
+			n++
+		}
 	}
-	return len(ids), nil
+	return n, nil
 }
 
 // node is the node part of an owner ("host/boot_…" → "host").
@@ -107,7 +111,7 @@ func (r *Runtime) SweepOrphans(ctx context.Context) (int, error) {
 		if !earlierBoot && !expired {
 			continue
 		}
-		if !r.claimable(row.SessionID) {
+		if !r.claimable(row.SessionID) || !r.owns(row.SessionID) {
 			continue
 		}
 		if byFrom[row.Owner] == nil {

@@ -36,6 +36,9 @@ type Sandboxes interface {
 	Create(ctx context.Context, p sandbox.CreateParams) (*sandbox.Info, error)
 	Client(ctx context.Context, tenantID, id string, fn func(c *guest.Client) error) error
 	Destroy(ctx context.Context, tenantID, id string) (*sandbox.Info, error)
+	// Here is nil unless another node of the cluster runs the sandbox
+	// (sandbox.ErrElsewhere).
+	Here(ctx context.Context, tenantID, id string) error
 }
 
 // PackageLayers gives an environment's package layer (*packages.Layers).
@@ -77,6 +80,10 @@ type RuntimeConfig struct {
 	Sandboxes Sandboxes
 	// Owner names this process in run rows: node id and boot id.
 	Owner string
+	// Owns, when set (several daemons share the store), says whether this
+	// node owns a session (taking it when no live node does): only the
+	// owner runs its turns, recovers them and wakes it for pending input.
+	Owns func(sessionID string) bool
 	// Lease is how long a run row stays owned without renewal (default
 	// 30s); the turn renews it every Lease/3.
 	Lease time.Duration
@@ -286,6 +293,9 @@ func (r *Runtime) Stop() {
 // Wake tells the session's worker that user events were appended. It
 // never blocks; a worker is started when the session has none.
 func (r *Runtime) Wake(sessionID string) {
+	if !r.owns(sessionID) {
+		return // its owner runs it
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped || r.ctx == nil || r.terminating[sessionID] {
@@ -298,6 +308,11 @@ func (r *Runtime) Wake(sessionID string) {
 	}
 	w.notify()
 	r.startWorker(w)
+}
+
+// owns says whether this node runs the session's turns.
+func (r *Runtime) owns(sessionID string) bool {
+	return r.cfg.Owns == nil || r.cfg.Owns(sessionID)
 }
 
 // startWorker runs w's goroutine unless it runs. Called with r.mu held.

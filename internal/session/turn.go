@@ -45,6 +45,9 @@ type turnState struct {
 	// says a tool that may write ran since (see turn_steps.go).
 	workspace string
 	dirty     bool
+	// sandboxHere is the session's sandbox once this turn saw that it
+	// runs on this node.
+	sandboxHere string
 	// started holds the op ids of tool calls whose op_started this turn
 	// wrote with their agent.tool_use event (see journalToolUse) and that
 	// no one has asked the guest to run yet.

@@ -129,12 +129,25 @@ func (w *worker) runTool(ctx context.Context, ts *turnState, cl *call, step int6
 // the environment's agentkernel.* metadata over the [sandbox] defaults.
 func (w *worker) ensureSandbox(ctx context.Context, ts *turnState) (string, error) {
 	r := w.r
-	if ts.s.SandboxID != "" {
-		return ts.s.SandboxID, nil
+	id := ts.s.SandboxID
+	if id == "" {
+		if cur, err := r.cfg.Store.GetManagedSession(ctx, w.id); err == nil && cur.SandboxID != "" {
+			ts.s, id = cur, cur.SandboxID
+		}
 	}
-	if cur, err := r.cfg.Store.GetManagedSession(ctx, w.id); err == nil && cur.SandboxID != "" {
-		ts.s = cur
-		return cur.SandboxID, nil
+	if id != "" {
+		if ts.sandboxHere == id {
+			return id, nil
+		}
+		if err := r.cfg.Sandboxes.Here(ctx, ts.s.TenantID, id); !errors.Is(err, sandbox.ErrElsewhere) || ts.s.ThreadOf != "" {
+			ts.sandboxHere = id
+			return id, nil
+		}
+		// The session moved here from another node of the cluster (it
+		// died, or was cut off): its sandbox there is out of reach, so a
+		// sandbox of this node takes over, from the workspace of the
+		// last checkpoint (else the latest backup of the session's key).
+		r.log.InfoContext(ctx, "session moved to this node: a new sandbox replaces the one on the other node", "session", w.id, "sandbox", id)
 	}
 	if ts.s.ThreadOf != "" {
 		// A thread works in its parent's sandbox, which the parent made
@@ -176,7 +189,9 @@ func (w *worker) ensureSandbox(ctx context.Context, ts *turnState) (string, erro
 	}
 	meta["agentkernel.session"] = w.id
 	var seed func(context.Context, string) error
-	if snap := ts.s.Lineage.WorkspaceSeed; snap != "" {
+	if snap := ts.workspace; id != "" && snap != "" && snap != WorkspaceUnknown && r.cfg.Workspaces != nil {
+		seed = r.cfg.Workspaces.Seeder(snap)
+	} else if snap := ts.s.Lineage.WorkspaceSeed; snap != "" && id == "" {
 		// A fork or a rewound session: its workspace starts as the
 		// snapshot its lineage names.
 		if snap == WorkspaceUnknown || r.cfg.Workspaces == nil {
@@ -199,7 +214,7 @@ func (w *worker) ensureSandbox(ctx context.Context, ts *turnState) (string, erro
 	if err != nil {
 		return "", err
 	}
-	ts.s = s
+	ts.s, ts.sandboxHere = s, info.ID
 	r.log.InfoContext(ctx, "session sandbox created", "session", w.id, "sandbox", info.ID, "driver", info.Driver)
 	return info.ID, nil
 }
