@@ -15,6 +15,7 @@ type engine struct {
 	name   string // "sqlite" or "postgres"
 	dsn    string // SQLite file path or Postgres URL
 	schema string // Postgres only: a schema no other run uses
+	admin  string // Postgres only: the URL without the run's application name
 }
 
 func (e engine) open(ctx context.Context) (store.Store, error) {
