@@ -151,6 +151,12 @@ func (w *worker) afterModel(ctx context.Context, ts *turnState, resp *model.Resp
 		return stopReason(StopRequiresAction, ids), nil
 	}
 	if len(w.conv.open) == 0 {
+		if len(resp.ToolUses()) > 0 {
+			// A recovered step whose tool calls all have their results
+			// (the process died before the next model request): the
+			// model hears them at the next step.
+			return nil, nil
+		}
 		if resp.StopReason == model.StopRefusal {
 			return stopReason(StopRefusal, nil), nil
 		}

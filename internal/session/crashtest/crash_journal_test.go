@@ -46,6 +46,10 @@ func TestCrashAroundToolEventWrites(t *testing.T) {
 					len(ofType(evs, "agent.tool_result")) != 1 {
 					t.Fatalf("trajectory %v", types(evs))
 				}
+				// The model heard the call's result and answered it.
+				if msgs := ofType(evs, "agent.message"); len(msgs) != 2 || msgs[1].text() != "Done." {
+					t.Fatalf("agent messages %v: want the model's answer to the result after recovery", msgs)
+				}
 				send(t, c, sid, "count")
 				evs = waitIdle(t, n, c, sid, 2)
 				results := ofType(evs, "agent.tool_result")
