@@ -1,10 +1,12 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/agentkernel/agentkernel/internal/store"
 )
@@ -83,10 +85,30 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, store.ErrInvalid):
 		e = BadRequest("%s", err)
 	default:
+		if perr := s.pingStore(r.Context()); perr != nil {
+			// Not a fault of this request: the store cannot be reached
+			// (a partition, a restarting database). Nothing was decided
+			// that a retry would repeat wrongly.
+			s.log.WarnContext(r.Context(), "the store is unreachable", "err", err, "ping", perr, "method", r.Method, "path", r.URL.Path, "request_id", requestID(r.Context()))
+			w.Header().Set("Retry-After", "1")
+			e = Errorf(http.StatusServiceUnavailable, TypeAPI, "the store is unreachable; retry (request %s)", requestID(r.Context()))
+			break
+		}
 		s.log.ErrorContext(r.Context(), "internal error", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", requestID(r.Context()))
 		e = Errorf(http.StatusInternalServerError, TypeAPI, "internal error; see the daemon log for request %s", requestID(r.Context()))
 	}
 	writeJSON(w, e.Status, envelope{Type: "error", Error: envelopeErr{Type: e.Type, Message: e.Message, Details: e.Details}, RequestID: requestID(r.Context())})
+}
+
+// storePing bounds the store ping that tells an unreachable store from an
+// internal error.
+const storePing = 2 * time.Second
+
+// pingStore pings the store, whatever became of the request's context.
+func (s *Server) pingStore(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storePing)
+	defer cancel()
+	return s.store.Ping(ctx)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

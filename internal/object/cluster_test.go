@@ -563,6 +563,11 @@ func TestClusterPartitionedNodeIsFenced(t *testing.T) {
 	}()
 	time.Sleep(300 * time.Millisecond)
 	n1.proxy.partition()
+	// What n1 cannot answer without the store is a 503 to retry, not an
+	// internal error.
+	if code, _, err := e.doNode(ctx, n1, "GET", "/v1/sessions", nil, nil); code != http.StatusServiceUnavailable || !strings.Contains(err.Error(), "the store is unreachable") {
+		t.Fatalf("GET /v1/sessions at the cut-off n1: %d %v; want a 503 naming the store", code, err)
+	}
 	var v int64
 	var served string
 	deadline := time.Now().Add(time.Minute)
