@@ -446,6 +446,22 @@ func (m *Manager) List(ctx context.Context, tenantID string, state State) ([]*In
 	return out, nil
 }
 
+// ListHere returns every tenant's sandboxes of this node that are not
+// destroyed, cold ones included.
+func (m *Manager) ListHere(ctx context.Context) ([]*Info, error) {
+	sbs, err := m.cfg.Store.ListSandboxes(ctx, store.ListSandboxesParams{Node: m.cfg.Node})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Info, 0, len(sbs))
+	for _, sb := range sbs {
+		if in := m.info(sb); in.State != StateDestroyed {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
 // ListRunning returns every tenant's sandboxes whose instance may run (a
 // driver handle or a stop in progress), without reading the cold ones.
 func (m *Manager) ListRunning(ctx context.Context) ([]*Info, error) {

@@ -51,7 +51,7 @@ func (p *Policies) Resolve(ctx context.Context, sandboxID string) (*egress.Polic
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: %w", sandboxID, err)
 	}
-	sessionID := sb.Metadata["agentkernel.session"]
+	sessionID := sb.Metadata[sessionMeta]
 	if sessionID == "" && p.Builds != nil {
 		if pol, err := p.Builds.Policy(ctx, sb); !errors.Is(err, ErrNoPolicy) {
 			return pol, err

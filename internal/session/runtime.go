@@ -39,6 +39,8 @@ type Sandboxes interface {
 	// Here is nil unless another node of the cluster runs the sandbox
 	// (sandbox.ErrElsewhere).
 	Here(ctx context.Context, tenantID, id string) error
+	// ListHere lists this node's sandboxes that are not destroyed.
+	ListHere(ctx context.Context) ([]*sandbox.Info, error)
 }
 
 // PackageLayers gives an environment's package layer (*packages.Layers).
@@ -260,6 +262,9 @@ func (r *Runtime) Start(ctx context.Context) error {
 	if r.ctx != nil {
 		return nil
 	}
+	// Before any worker of this process runs: a turn here may be about
+	// to replace a moved session's sandbox.
+	r.dropMovedSandboxes(ctx)
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	r.wg.Add(2)
 	go r.sweepLoop(r.ctx)

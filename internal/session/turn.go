@@ -48,6 +48,10 @@ type turnState struct {
 	// sandboxHere is the session's sandbox once this turn saw that it
 	// runs on this node.
 	sandboxHere string
+	// movedFrom is the sandbox on another node this turn replaced with
+	// one here (the session moved): a call it started there cannot be
+	// asked about here.
+	movedFrom string
 	// started holds the op ids of tool calls whose op_started this turn
 	// wrote with their agent.tool_use event (see journalToolUse) and that
 	// no one has asked the guest to run yet.

@@ -144,6 +144,12 @@ func (w *worker) journalledTool(ctx context.Context, ts *turnState, cl *call, st
 				return nil, nil, fmt.Errorf("op %s: recorded result: %w", opID, err)
 			}
 			return &rec, nil, nil
+		case act == journal.AskGuest && ts.movedFrom != "":
+			// Started in the sandbox the session had on the node it
+			// moved from: whether that guest ran it is not known here,
+			// and it is never silently run again.
+			r.log.WarnContext(ctx, "tool call started on the node the session moved from: outcome unknown", "session", w.id, "op_id", opID, "sandbox", ts.movedFrom)
+			res, err = ambiguousResult(opID), nil
 		case act == journal.AskGuest:
 			res, err = w.recoverTool(ctx, ts, cl, sbID, opID)
 		default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/agentkernel/agentkernel/internal/sandbox"
 	"github.com/agentkernel/agentkernel/internal/store"
 )
 
@@ -58,6 +59,14 @@ func (w *worker) snapshot(ctx context.Context, ts *turnState) string {
 		return ts.workspace
 	}
 	id, err := r.cfg.Workspaces.Snapshot(ctx, ts.s.TenantID, sbID)
+	if errors.Is(err, sandbox.ErrElsewhere) {
+		// The session moved here from another node of the cluster and
+		// has no sandbox here yet: every tool result that may have
+		// written is a checkpoint of its own, so the last one still
+		// holds the workspace of every result in the log.
+		ts.dirty = false
+		return ts.workspace
+	}
 	if err != nil {
 		r.log.WarnContext(ctx, "workspace snapshot at a step boundary", "session", w.id, "sandbox", sbID, "err", err)
 		id = WorkspaceUnknown

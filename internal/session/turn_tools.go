@@ -148,6 +148,7 @@ func (w *worker) ensureSandbox(ctx context.Context, ts *turnState) (string, erro
 		// sandbox of this node takes over, from the workspace of the
 		// last checkpoint (else the latest backup of the session's key).
 		r.log.InfoContext(ctx, "session moved to this node: a new sandbox replaces the one on the other node", "session", w.id, "sandbox", id)
+		ts.movedFrom = id
 	}
 	if ts.s.ThreadOf != "" {
 		// A thread works in its parent's sandbox, which the parent made
@@ -187,7 +188,7 @@ func (w *worker) ensureSandbox(ctx context.Context, ts *turnState) (string, erro
 			maps.Copy(meta, layer)
 		}
 	}
-	meta["agentkernel.session"] = w.id
+	meta[sessionMeta] = w.id
 	var seed func(context.Context, string) error
 	if snap := ts.workspace; id != "" && snap != "" && snap != WorkspaceUnknown && r.cfg.Workspaces != nil {
 		seed = r.cfg.Workspaces.Seeder(snap)

@@ -1,0 +1,307 @@
+package crashtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentkernel/agentkernel/internal/model/anthropictest"
+	"github.com/agentkernel/agentkernel/internal/session"
+	"github.com/agentkernel/agentkernel/internal/testenv"
+)
+
+// Sessions on several daemons (issue 16): three serve nodes share one
+// PostgreSQL store and one S3 blob store. A session's turns run at the
+// node holding its lease; every other node forwards its requests there.
+
+// clusterLease is the test cluster's lease period: short, so a failover
+// takes seconds.
+const clusterLease = 2 * time.Second
+
+// newCluster starts n serve nodes on one fresh database and one S3
+// prefix, with the fake model at modelURL. At cleanup every node runs
+// again and the sandboxes of all of them are destroyed while all of them
+// run (a node forwards a sandbox's destruction to the node running it).
+func newCluster(t *testing.T, n int, modelURL string) []*node {
+	t.Helper()
+	testenv.PostgresURL(t)
+	s3 := testenv.S3(t)
+	db := freshDatabase(t)
+	prefix := fmt.Sprintf("sessions-cluster-%d/", time.Now().UnixNano())
+	var nodes []*node
+	for i := range n {
+		nd := newNode(t, "sqlite", modelURL)
+		nd.appendConf(fmt.Sprintf(`
+[store]
+engine = "postgres"
+url = %q
+
+[blob]
+engine = "s3"
+endpoint = %q
+bucket = %q
+region = %q
+prefix = %q
+access_key_id = %q
+secret_access_key = %q
+path_style = true
+
+[cluster]
+node = "n%d"
+advertise = %q
+lease_ttl = %q
+`, db, s3.Endpoint, s3.Bucket, s3.Region, prefix, s3.AccessKeyID, s3.SecretAccessKey, i+1, nd.url(), clusterLease))
+		nodes = append(nodes, nd)
+	}
+	// Registered after the nodes' own cleanups, so it runs before them.
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			if nd.cmd == nil {
+				nd.start()
+			}
+		}
+		for _, nd := range nodes {
+			testenv.DestroySandboxes(t, nd.url(), nd.key)
+		}
+		for _, nd := range nodes {
+			nd.stop()
+		}
+	})
+	// The first node makes the admin key in the shared store; the others
+	// find it in their homes, as an operator would put it there.
+	nodes[0].start()
+	key, err := os.ReadFile(filepath.Join(nodes[0].home, "admin.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nd := range nodes[1:] {
+		if err := os.WriteFile(filepath.Join(nd.home, "admin.key"), key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		nd.start()
+	}
+	return nodes
+}
+
+// clusterModel: two bash calls that each append a line to one file and
+// print it, then an answer.
+func clusterModel(r anthropictest.Request) anthropictest.Turn {
+	results := 0
+	for _, b := range r.AllBlocks() {
+		if b.Type == "tool_result" {
+			results++
+		}
+	}
+	switch results {
+	case 0:
+		return anthropictest.Turn{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": "echo one >> /workspace/out; cat /workspace/out"}}}}
+	case 1:
+		return anthropictest.Turn{ToolUses: []anthropictest.ToolUse{{Name: "bash", Input: map[string]any{"command": "echo two >> /workspace/out; cat /workspace/out"}}}}
+	}
+	return anthropictest.Turn{Text: "Finished."}
+}
+
+// TestClusterSessionSurvivesItsOwnersKill: the node running a session's
+// turn is killed -9 between two tool calls. A client following the
+// event stream through another node keeps following it; a survivor
+// takes the session over once the lease lapses, continues the turn in a
+// sandbox of its own seeded from the last checkpoint's workspace (the
+// first call's line is there), and each command ran once. When the
+// killed node comes back it destroys the sandbox it ran for the session.
+func TestClusterSessionSurvivesItsOwnersKill(t *testing.T) {
+	fake := anthropictest.New(t, clusterModel)
+	nodes := newCluster(t, 3, fake.URL)
+	for _, nd := range nodes {
+		nd.arm(session.FailAfterToolResult)
+	}
+	c := nodes[0].client()
+	sid := newSession(t, c)
+	// n1 takes the session (the first node asked about it); a client
+	// follows its stream through n3, and the message goes through n2:
+	// both are forwarded to n1.
+	if by := servedBy(t, nodes[0], "/v1/sessions/"+sid); by != "n1" {
+		t.Fatalf("the session's first request was served by %q", by)
+	}
+	var cur atomic.Pointer[[2]string]
+	cur.Store(&[2]string{nodes[2].url(), nodes[2].key})
+	sse := followSSE(func() (string, string) { p := cur.Load(); return p[0], p[1] }, sid)
+	defer close(sse.stop)
+	<-sse.connected
+	send(t, nodes[1].client(), sid, "go")
+	owner := reachedAt(t, nodes, session.FailAfterToolResult)
+	if owner != nodes[0] {
+		t.Fatalf("the turn runs at %s, not at n1 which owns the session", nodeName(owner, nodes))
+	}
+	survivors := nodes[1:]
+	for _, nd := range survivors {
+		nd.disarm(session.FailAfterToolResult)
+	}
+	oldSandbox := sessionSandbox(t, owner, sid)
+	// The stream through n3 delivers what n1 stored so far.
+	before := sse.until(len(events(t, c, sid)), 30*time.Second)
+
+	owner.kill()
+	killed := time.Now()
+	awaitTakeover(t, survivors[0], sid, killed)
+	c = survivors[0].client()
+	evs := waitIdle(t, survivors[0], c, sid, 1)
+	checkTrajectory(t, evs)
+	var results []string
+	for _, e := range ofType(evs, "agent.tool_result") {
+		results = append(results, strings.TrimSpace(e.text()))
+	}
+	if !slices.Equal(results, []string{"one", "one\ntwo"}) {
+		t.Fatalf("tool results %q: want the first call's line once, then both lines (the workspace moved with the session)\nevents %v",
+			results, types(evs))
+	}
+	resched := ofType(evs, "session.status_rescheduled")
+	if len(resched) != 1 {
+		t.Fatalf("want one session.status_rescheduled: %v", types(evs))
+	}
+	var at struct {
+		ProcessedAt time.Time `json:"processed_at"`
+	}
+	if err := json.Unmarshal([]byte(resched[0].Raw), &at); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the turn was resumed %.2fs after its owner's kill", at.ProcessedAt.Sub(killed).Seconds())
+	if msgs := ofType(evs, "agent.message"); len(msgs) != 1 || msgs[0].text() != "Finished." {
+		t.Fatalf("agent messages %v", msgs)
+	}
+	served := servedBy(t, survivors[1], "/v1/sessions/"+sid)
+	if served == "" || served == nodeName(owner, nodes) {
+		t.Fatalf("the session is served by %q after its owner %s died", served, nodeName(owner, nodes))
+	}
+
+	want := make([]string, len(evs))
+	for i, e := range evs {
+		want[i] = e.ID
+	}
+	got := append(before, sse.until(len(want)-len(before), 30*time.Second)...)
+	if !slices.Equal(got, want) {
+		t.Fatalf("the stream through %s saw %d events, the session has %d:\n got %v\nwant %v",
+			nodeName(survivors[1], nodes), len(got), len(want), got, want)
+	}
+
+	// The killed node comes back: the session is not its any more, and
+	// the sandbox it ran for it goes.
+	owner.start()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(owner.home, "sandboxes", oldSandbox)); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed node still has the session's old sandbox %s after it came back\n%s", oldSandbox, owner.logs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// awaitTakeover waits until a survivor serves the session after its
+// owner's kill: until the dead node's lease lapses, the session's
+// requests answer 502 (its owner is unreachable).
+func awaitTakeover(t *testing.T, survivor *node, sid string, killed time.Time) {
+	t.Helper()
+	for servedBy(t, survivor, "/v1/sessions/"+sid) == "" {
+		if time.Since(killed) > time.Minute {
+			t.Fatal("no survivor took the session over")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("a survivor serves the session %.2fs after its owner's kill (lease period %s)", time.Since(killed).Seconds(), clusterLease)
+}
+
+// TestClusterToolRunningWhenItsOwnerDies: the session's owner is killed
+// -9 while a bash call runs in its sandbox. The survivor that takes the
+// session over cannot ask that sandbox's guest whether the call ran (it
+// is on the dead node), so the model is told it may have run — it is
+// never run again in the new sandbox.
+func TestClusterToolRunningWhenItsOwnerDies(t *testing.T) {
+	fake := anthropictest.New(t, longToolModel)
+	nodes := newCluster(t, 2, fake.URL)
+	n1, n2 := nodes[0], nodes[1]
+	c := n1.client()
+	sid := newSession(t, c)
+	if by := servedBy(t, n1, "/v1/sessions/"+sid); by != "n1" {
+		t.Fatalf("the session's first request was served by %q", by)
+	}
+	send(t, c, sid, "go")
+	sbx := waitToolStarted(t, n1)
+	n1.kill()
+	if _, err := os.Stat(filepath.Join(sbx, "workspace", "out")); err == nil {
+		t.Fatal("the command finished before the kill: the test did not kill mid-call")
+	}
+	awaitTakeover(t, n2, sid, time.Now())
+	evs := waitIdle(t, n2, n2.client(), sid, 1)
+	checkTrajectory(t, evs)
+	results := ofType(evs, "agent.tool_result")
+	if len(results) != 1 || !strings.Contains(results[0].text(), "may have executed; verify before retrying") ||
+		!strings.Contains(results[0].Raw, `"is_error":true`) {
+		t.Fatalf("tool results %v: want the call reported as may-have-executed\n%s", results, n2.logs())
+	}
+	if m, _ := filepath.Glob(filepath.Join(n2.home, "sandboxes", "*", "workspace", "started")); len(m) != 0 {
+		t.Fatalf("the call ran again at the node that took the session over: %v", m)
+	}
+}
+
+// reachedAt waits until a node's turn hangs at failpoint and returns
+// that node.
+func reachedAt(t *testing.T, nodes []*node, failpoint string) *node {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		for _, nd := range nodes {
+			if _, err := os.Stat(nd.flag(failpoint) + ".reached"); err == nil {
+				return nd
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no node reached failpoint %s", failpoint)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// sessionSandbox is the id of the one sandbox nd runs, the session's.
+func sessionSandbox(t *testing.T, nd *node, sid string) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(nd.home, "sandboxes", "*", "workspace", "out"))
+	if len(m) != 1 {
+		t.Fatalf("session %s: %d sandboxes with its file at its owner", sid, len(m))
+	}
+	return filepath.Base(filepath.Dir(filepath.Dir(m[0])))
+}
+
+// servedBy is the node that served a GET of path through nd; "" when the
+// answer was a 502 or 503 (the owner is unreachable or moving).
+func servedBy(t *testing.T, nd *node, path string) string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, nd.url()+path, nil)
+	req.Header.Set("x-api-key", nd.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return resp.Header.Get("X-Agentkernel-Node")
+	case http.StatusBadGateway, http.StatusServiceUnavailable:
+		return ""
+	}
+	t.Fatalf("GET %s: %s", path, resp.Status)
+	return ""
+}
+
+func nodeName(nd *node, nodes []*node) string {
+	return fmt.Sprintf("n%d", slices.Index(nodes, nd)+1)
+}
