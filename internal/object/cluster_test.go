@@ -45,8 +45,29 @@ type clusterEnv struct {
 	nodes             []*clusterNode
 }
 
+// clusterOpts varies a test cluster for the benchmarks: another lease
+// period, more [[objects]] classes, or no [cluster] section at all.
+type clusterOpts struct {
+	// leaseTTL is the lease period; clusterLease when zero.
+	leaseTTL time.Duration
+	// classes returns more TOML for each node's config (more [[objects]]),
+	// given the test app's directory.
+	classes func(app string) string
+	// single: no [cluster] section, a plain daemon on the same PostgreSQL
+	// and S3 (n must be 1).
+	single bool
+}
+
 func newClusterEnv(t *testing.T, n int) *clusterEnv {
 	t.Helper()
+	return newClusterEnvOpts(t, n, clusterOpts{})
+}
+
+func newClusterEnvOpts(t *testing.T, n int, opts clusterOpts) *clusterEnv {
+	t.Helper()
+	if opts.leaseTTL == 0 {
+		opts.leaseTTL = clusterLease
+	}
 	_, app := builds(t)
 	bin := agentkernelBinary(t)
 	pg := testenv.FreshPostgres(t, "akcluster")
@@ -73,6 +94,15 @@ func newClusterEnv(t *testing.T, n int) *clusterEnv {
 		viaProxy := *pgURL
 		viaProxy.Host = nd.proxy.addr
 		nd.config = filepath.Join(nd.home, "agentkernel.toml")
+		clusterTOML := fmt.Sprintf(`
+[cluster]
+node = %q
+advertise = %q
+lease_ttl = %q
+`, nd.name, nd.url, opts.leaseTTL.String())
+		if opts.single {
+			clusterTOML = ""
+		}
 		toml := fmt.Sprintf(`
 [store]
 engine = "postgres"
@@ -87,12 +117,7 @@ prefix = %q
 access_key_id = %q
 secret_access_key = %q
 path_style = true
-
-[cluster]
-node = %q
-advertise = %q
-lease_ttl = %q
-
+%s
 [sandbox]
 run_dir = %q
 guest_binary = %q
@@ -107,7 +132,10 @@ init_command = ["/app/counter"]
 app_dir = %q
 storage_mode = "write-through"
 `, viaProxy.String(), s3.Endpoint, s3.Bucket, s3.Region, prefix, s3.AccessKeyID, s3.SecretAccessKey,
-			nd.name, nd.url, clusterLease.String(), filepath.Join(run, nd.name), bin, app, app)
+			clusterTOML, filepath.Join(run, nd.name), bin, app, app)
+		if opts.classes != nil {
+			toml += opts.classes(app)
+		}
 		if err := os.WriteFile(nd.config, []byte(toml), 0o644); err != nil {
 			t.Fatal(err)
 		}
