@@ -697,3 +697,71 @@ func TestClusterAlarmsFireOnce(t *testing.T) {
 		t.Fatalf("deliveries %v; want first then second, once each", d)
 	}
 }
+
+// ccounterClass is a class-mode class (isolation = "class") of the test
+// app, for clusterOpts.classes.
+func ccounterClass(app string) string {
+	return fmt.Sprintf(`
+[[objects]]
+class = "ccounter"
+init_command = ["/app/counter"]
+app_dir = %q
+isolation = "class"
+`, app)
+}
+
+// With isolation = "class", each node runs the objects it owns in shared
+// sandboxes of its own: a node never takes another node's shared sandbox
+// (listed in the common sandbox table) for its pool, which it could not
+// call, and its sandboxes are named apart from the other nodes'.
+func TestClusterClassIsolationSandboxesPerNode(t *testing.T) {
+	e := newClusterEnvOpts(t, 2, clusterOpts{classes: ccounterClass})
+	ctx := context.Background()
+	n1, n2 := e.nodes[0], e.nodes[1]
+	call := func(nd *clusterNode, id string) (int64, string) {
+		t.Helper()
+		var out struct {
+			Result struct{ Value int64 }
+		}
+		_, served, err := e.doNode(ctx, nd, "POST", "/v1/objects/ccounter/"+id+"/call", map[string]any{"method": "increment"}, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Result.Value, served
+	}
+	for i, c := range []struct {
+		nd       *clusterNode
+		id, want string
+		value    int64
+	}{{n1, "a", "n1", 1}, {n2, "b", "n2", 1}, {n2, "a", "n1", 2}, {n1, "b", "n2", 2}, {n2, "c", "n2", 1}} {
+		if v, served := call(c.nd, c.id); v != c.value || served != c.want {
+			t.Fatalf("call %d: %s at %s: %d served by %q; want %d by %s", i, c.id, c.nd.name, v, served, c.value, c.want)
+		}
+	}
+	sandboxOf := func(id string) (sbID, node, key string) {
+		t.Helper()
+		var obj struct {
+			SandboxID string `json:"sandbox_id"`
+		}
+		if err := e.do(ctx, n1, "GET", "/v1/objects/ccounter/"+id, nil, &obj); err != nil {
+			t.Fatal(err)
+		}
+		var sb struct {
+			SessionKey string `json:"session_key"`
+		}
+		_, served, err := e.doNode(ctx, n1, "GET", "/v1/sandboxes/"+obj.SandboxID, nil, &sb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.SandboxID, served, sb.SessionKey
+	}
+	a, aNode, aKey := sandboxOf("a")
+	b, bNode, bKey := sandboxOf("b")
+	c, _, _ := sandboxOf("c")
+	if a == b || aNode != "n1" || bNode != "n2" || b != c {
+		t.Fatalf("shared sandboxes: a in %s at %s, b in %s at %s, c in %s; want a at n1, b and c in one at n2", a, aNode, b, bNode, c)
+	}
+	if aKey == bKey {
+		t.Fatalf("both nodes' shared sandboxes are named %q", aKey)
+	}
+}
