@@ -94,9 +94,13 @@ func (n *Node) forwardOnce(w http.ResponseWriter, r *http.Request, resource stri
 		out.ContentLength = int64(len(body))
 	}
 	errMoved := errors.New("moved")
+	// No FlushInterval: streams (SSE, exec output, any answer of unknown
+	// length) are flushed as they come by the proxy itself, and an answer
+	// of known length goes back in one write. Flushing every answer at once
+	// (-1) wrote its headers and its body apart: an extra write and client
+	// wake-up per forwarded call.
 	rp := &httputil.ReverseProxy{
-		Transport:     transport,
-		FlushInterval: -1, // streams (SSE, exec output) pass through as they come
+		Transport: transport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = target.Host
