@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentkernel/agentkernel/internal/store"
 )
 
 // countingListener counts the writes to the connections it accepts.
@@ -122,5 +126,92 @@ func TestForwardStreamsEvents(t *testing.T) {
 	rest, _ := io.ReadAll(br)
 	if string(rest) != "\ndata: two\n\n" {
 		t.Fatalf("rest of the stream %q", rest)
+	}
+}
+
+// fakeLeases is a lease store where "object/…" resources are held by
+// node n1 for good; it counts the lookups of each.
+type fakeLeases struct {
+	owner    string
+	mu       sync.Mutex
+	acquired map[string]int
+}
+
+func (f *fakeLeases) AcquireLease(_ context.Context, resource, node, address string, _ time.Duration) (*store.Lease, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if strings.HasPrefix(resource, "object/") {
+		f.acquired[resource]++
+		return &store.Lease{Resource: resource, Node: "n1", Address: f.owner, Token: 1}, store.ErrLeaseHeld
+	}
+	return &store.Lease{Resource: resource, Node: node, Address: address, Token: 2}, nil
+}
+
+func (f *fakeLeases) RenewLeases(context.Context, string, time.Duration) ([]store.HeldLease, error) {
+	return nil, nil
+}
+
+func (f *fakeLeases) GetLease(context.Context, string) (*store.Lease, error) {
+	return nil, store.ErrNotFound
+}
+
+func (f *fakeLeases) ReleaseLease(context.Context, string, int64) error { return nil }
+
+// A route to another node's object that forwards keep using is not looked
+// up in the store again every third of the lease period, as long as the
+// owner answers as the owner (its X-Agentkernel-Node); an answer that is
+// not the owner's (an owner that no longer acts answers without it) does
+// not keep the route.
+func TestForwardServedByTheOwnerKeepsTheRoute(t *testing.T) {
+	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(r.URL.Path, "/mute/") {
+			w.Header().Set(NodeHeader, "n1")
+		}
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer owner.Close()
+	leases := &fakeLeases{owner: owner.URL, acquired: map[string]int{}}
+	const ttl = 900 * time.Millisecond
+	n := New(Config{Store: leases, Node: "n2", Address: "http://n2", TTL: ttl})
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res := "object/t/c/" + strings.TrimPrefix(r.URL.Path, "/")
+		rt, err := n.Route(r.Context(), res)
+		if err != nil || rt.Local {
+			http.Error(w, fmt.Sprintf("route %+v, %v", rt, err), http.StatusInternalServerError)
+			return
+		}
+		n.Forward(w, r, res, rt, nil, func(w http.ResponseWriter, r *http.Request, err error) {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+		})
+	}))
+	defer front.Close()
+	// Calls for four thirds of the period, to an object whose owner
+	// answers as such and to one whose owner does not.
+	deadline := time.Now().Add(4 * ttl / 3)
+	for time.Now().Before(deadline) {
+		for _, p := range []string{"/x", "/mute/y"} {
+			resp, err := front.Client().Get(front.URL + p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s: %d", p, resp.StatusCode)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	leases.mu.Lock()
+	defer leases.mu.Unlock()
+	if got := leases.acquired["object/t/c/x"]; got != 1 {
+		t.Errorf("the owner's lease was looked up %d times; want once (each forward it served confirmed it)", got)
+	}
+	if got := leases.acquired["object/t/c/mute/y"]; got < 3 {
+		t.Errorf("an unconfirmed route was looked up %d times in four thirds of the period; want at least 3 (every third)", got)
 	}
 }
