@@ -19,7 +19,7 @@ import (
 
 // NodeHeader names, on an answer about something a node owns, the node
 // that served it.
-const NodeHeader = "X-Agentkernel-Node"
+const NodeHeader = cluster.NodeHeader
 
 // clusterErr maps the cluster's errors to API errors.
 func clusterErr(err error) (*Error, bool) {

@@ -22,6 +22,11 @@ const (
 	NotOwnerHeader  = "X-Agentkernel-Not-Owner"
 )
 
+// NodeHeader names, on an answer about something a node owns, the node
+// that served it: the owner, which held the lease and acted when it took
+// the request.
+const NodeHeader = "X-Agentkernel-Node"
+
 // ErrOwnerUnreachable: the node that owns what a request names did not
 // answer its forward.
 var ErrOwnerUnreachable = errors.New("the owner node is unreachable")
@@ -94,9 +99,14 @@ func (n *Node) forwardOnce(w http.ResponseWriter, r *http.Request, resource stri
 		out.ContentLength = int64(len(body))
 	}
 	errMoved := errors.New("moved")
+	sent := time.Now()
+	// No FlushInterval: streams (SSE, exec output, any answer of unknown
+	// length) are flushed as they come by the proxy itself, and an answer
+	// of known length goes back in one write. Flushing every answer at once
+	// (-1) wrote its headers and its body apart: an extra write and client
+	// wake-up per forwarded call.
 	rp := &httputil.ReverseProxy{
-		Transport:     transport,
-		FlushInterval: -1, // streams (SSE, exec output) pass through as they come
+		Transport: transport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = target.Host
@@ -106,6 +116,9 @@ func (n *Node) forwardOnce(w http.ResponseWriter, r *http.Request, resource stri
 			if !last && resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(NotOwnerHeader) != "" {
 				resp.Body.Close()
 				return errMoved
+			}
+			if resp.Header.Get(NodeHeader) == route.Node {
+				n.confirm(resource, route.Node, sent)
 			}
 			return nil
 		},
@@ -125,4 +138,21 @@ func (n *Node) forwardOnce(w http.ResponseWriter, r *http.Request, resource stri
 	}
 	rp.ServeHTTP(w, out)
 	return moved
+}
+
+// confirm keeps the cached route of resource to node for another third of
+// the lease period from at: node served a request sent then as the owner
+// (it held the lease and acted), which says as much as reading the lease
+// row at that time would. A route in use is thus not looked up in the store
+// again every third of the period (a transaction per object and node);
+// a forward that finds the owner gone or moved drops it (Forget).
+func (n *Node) confirm(resource, node string, at time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if r, ok := n.remote[resource]; ok && r.Node == node {
+		if until := at.Add(n.cfg.TTL / 3); until.After(r.until) {
+			r.until = until
+			n.remote[resource] = r
+		}
+	}
 }

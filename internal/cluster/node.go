@@ -212,7 +212,8 @@ func (n *Node) Route(ctx context.Context, resource string) (Route, error) {
 	l, err := n.cfg.Store.AcquireLease(ctx, resource, n.cfg.Node, n.cfg.Address, n.cfg.TTL)
 	switch {
 	case errors.Is(err, store.ErrLeaseHeld) && l != nil:
-		// Cached for at most a third of the period: a dead owner's
+		// Cached for a third of the period after it was read, or after
+		// the owner last served a forward (confirm): a dead owner's
 		// objects move within TTL, and a forward to a node that no
 		// longer owns them drops the entry (Forget).
 		r := Route{Node: l.Node, Address: l.Address, until: now.Add(n.cfg.TTL / 3)}

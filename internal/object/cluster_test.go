@@ -45,8 +45,29 @@ type clusterEnv struct {
 	nodes             []*clusterNode
 }
 
+// clusterOpts varies a test cluster for the benchmarks: another lease
+// period, more [[objects]] classes, or no [cluster] section at all.
+type clusterOpts struct {
+	// leaseTTL is the lease period; clusterLease when zero.
+	leaseTTL time.Duration
+	// classes returns more TOML for each node's config (more [[objects]]),
+	// given the test app's directory.
+	classes func(app string) string
+	// single: no [cluster] section, a plain daemon on the same PostgreSQL
+	// and S3 (n must be 1).
+	single bool
+}
+
 func newClusterEnv(t *testing.T, n int) *clusterEnv {
 	t.Helper()
+	return newClusterEnvOpts(t, n, clusterOpts{})
+}
+
+func newClusterEnvOpts(t *testing.T, n int, opts clusterOpts) *clusterEnv {
+	t.Helper()
+	if opts.leaseTTL == 0 {
+		opts.leaseTTL = clusterLease
+	}
 	_, app := builds(t)
 	bin := agentkernelBinary(t)
 	pg := testenv.FreshPostgres(t, "akcluster")
@@ -73,6 +94,15 @@ func newClusterEnv(t *testing.T, n int) *clusterEnv {
 		viaProxy := *pgURL
 		viaProxy.Host = nd.proxy.addr
 		nd.config = filepath.Join(nd.home, "agentkernel.toml")
+		clusterTOML := fmt.Sprintf(`
+[cluster]
+node = %q
+advertise = %q
+lease_ttl = %q
+`, nd.name, nd.url, opts.leaseTTL.String())
+		if opts.single {
+			clusterTOML = ""
+		}
 		toml := fmt.Sprintf(`
 [store]
 engine = "postgres"
@@ -87,12 +117,7 @@ prefix = %q
 access_key_id = %q
 secret_access_key = %q
 path_style = true
-
-[cluster]
-node = %q
-advertise = %q
-lease_ttl = %q
-
+%s
 [sandbox]
 run_dir = %q
 guest_binary = %q
@@ -107,7 +132,10 @@ init_command = ["/app/counter"]
 app_dir = %q
 storage_mode = "write-through"
 `, viaProxy.String(), s3.Endpoint, s3.Bucket, s3.Region, prefix, s3.AccessKeyID, s3.SecretAccessKey,
-			nd.name, nd.url, clusterLease.String(), filepath.Join(run, nd.name), bin, app, app)
+			clusterTOML, filepath.Join(run, nd.name), bin, app, app)
+		if opts.classes != nil {
+			toml += opts.classes(app)
+		}
 		if err := os.WriteFile(nd.config, []byte(toml), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -672,5 +700,73 @@ func TestClusterAlarmsFireOnce(t *testing.T) {
 	}
 	if len(d) != 2 || d[0]["tag"] != "first" || d[1]["tag"] != "second" {
 		t.Fatalf("deliveries %v; want first then second, once each", d)
+	}
+}
+
+// ccounterClass is a class-mode class (isolation = "class") of the test
+// app, for clusterOpts.classes.
+func ccounterClass(app string) string {
+	return fmt.Sprintf(`
+[[objects]]
+class = "ccounter"
+init_command = ["/app/counter"]
+app_dir = %q
+isolation = "class"
+`, app)
+}
+
+// With isolation = "class", each node runs the objects it owns in shared
+// sandboxes of its own: a node never takes another node's shared sandbox
+// (listed in the common sandbox table) for its pool, which it could not
+// call, and its sandboxes are named apart from the other nodes'.
+func TestClusterClassIsolationSandboxesPerNode(t *testing.T) {
+	e := newClusterEnvOpts(t, 2, clusterOpts{classes: ccounterClass})
+	ctx := context.Background()
+	n1, n2 := e.nodes[0], e.nodes[1]
+	call := func(nd *clusterNode, id string) (int64, string) {
+		t.Helper()
+		var out struct {
+			Result struct{ Value int64 }
+		}
+		_, served, err := e.doNode(ctx, nd, "POST", "/v1/objects/ccounter/"+id+"/call", map[string]any{"method": "increment"}, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Result.Value, served
+	}
+	for i, c := range []struct {
+		nd       *clusterNode
+		id, want string
+		value    int64
+	}{{n1, "a", "n1", 1}, {n2, "b", "n2", 1}, {n2, "a", "n1", 2}, {n1, "b", "n2", 2}, {n2, "c", "n2", 1}} {
+		if v, served := call(c.nd, c.id); v != c.value || served != c.want {
+			t.Fatalf("call %d: %s at %s: %d served by %q; want %d by %s", i, c.id, c.nd.name, v, served, c.value, c.want)
+		}
+	}
+	sandboxOf := func(id string) (sbID, node, key string) {
+		t.Helper()
+		var obj struct {
+			SandboxID string `json:"sandbox_id"`
+		}
+		if err := e.do(ctx, n1, "GET", "/v1/objects/ccounter/"+id, nil, &obj); err != nil {
+			t.Fatal(err)
+		}
+		var sb struct {
+			SessionKey string `json:"session_key"`
+		}
+		_, served, err := e.doNode(ctx, n1, "GET", "/v1/sandboxes/"+obj.SandboxID, nil, &sb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.SandboxID, served, sb.SessionKey
+	}
+	a, aNode, aKey := sandboxOf("a")
+	b, bNode, bKey := sandboxOf("b")
+	c, _, _ := sandboxOf("c")
+	if a == b || aNode != "n1" || bNode != "n2" || b != c {
+		t.Fatalf("shared sandboxes: a in %s at %s, b in %s at %s, c in %s; want a at n1, b and c in one at n2", a, aNode, b, bNode, c)
+	}
+	if aKey == bKey {
+		t.Fatalf("both nodes' shared sandboxes are named %q", aKey)
 	}
 }

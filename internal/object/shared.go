@@ -108,7 +108,8 @@ func (r *Runtime) registerLocked(k sharedKey, id string, n int, running bool) *s
 
 // loadSharedLocked learns the shared sandboxes of a tenant's class from
 // the sandbox table, once per process (the pool is this node's from then
-// on). The caller holds pools.mu.
+// on). In a cluster the table holds every node's: only this node's are
+// its pool (another node's it cannot call). The caller holds pools.mu.
 func (r *Runtime) loadSharedLocked(ctx context.Context, k sharedKey) error {
 	if r.pools.loaded[k] {
 		return nil
@@ -119,7 +120,7 @@ func (r *Runtime) loadSharedLocked(ctx context.Context, k sharedKey) error {
 	}
 	for _, in := range list {
 		sk, n, ok := sharedMeta(in.Sandbox)
-		if !ok || sk != k || r.pools.byID[in.ID] != nil || in.State == sandbox.StateDestroyed {
+		if !ok || sk != k || r.pools.byID[in.ID] != nil || in.State == sandbox.StateDestroyed || r.otherNodes(in.Sandbox) {
 			continue
 		}
 		r.registerLocked(k, in.ID, n, in.State != sandbox.StateCold)
@@ -160,6 +161,22 @@ func (r *Runtime) sharedOf(ctx context.Context, tenantID, id string) (*sharedSan
 	return r.registerLocked(k, id, n, in.State != sandbox.StateCold), nil
 }
 
+// otherNodes says whether sb runs on another node of the cluster.
+func (r *Runtime) otherNodes(sb *store.Sandbox) bool {
+	return r.cfg.Cluster != nil && sb.Node != "" && sb.Node != r.cfg.Cluster.ID()
+}
+
+// sharedSessionKey names a new shared sandbox: SharedSandboxKey, with the
+// node in a cluster, where each node has a pool of its own numbered from 0
+// (the name keys the sandbox's workspace backups: two nodes' sandboxes
+// must not share one).
+func (r *Runtime) sharedSessionKey(class string, n int) string {
+	if r.cfg.Cluster == nil {
+		return SharedSandboxKey(class, n)
+	}
+	return SharedSandboxKey(class, n) + "@" + r.cfg.Cluster.ID()
+}
+
 func (r *Runtime) sharedByID(id string) *sharedSandbox {
 	r.pools.mu.Lock()
 	defer r.pools.mu.Unlock()
@@ -196,7 +213,7 @@ func (r *Runtime) place(ctx context.Context, a *actor, cls *Class) (*sharedSandb
 		in, err := r.sbx.Create(ctx, sandbox.CreateParams{
 			TenantID: k.tenant, Driver: cls.Driver, Image: cls.Image, SleepAfter: sandboxSleepAfter,
 			Metadata:   map[string]string{SharedMetadataKey: k.class + "/" + strconv.Itoa(n)},
-			SessionKey: SharedSandboxKey(k.class, n), Cold: true,
+			SessionKey: r.sharedSessionKey(k.class, n), Cold: true,
 		})
 		if err != nil {
 			return nil, unavailableErr(err, "create a shared sandbox of class %q", k.class)
