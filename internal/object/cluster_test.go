@@ -103,21 +103,7 @@ lease_ttl = %q
 		if opts.single {
 			clusterTOML = ""
 		}
-		toml := fmt.Sprintf(`
-[store]
-engine = "postgres"
-url = %q
-
-[blob]
-engine = "s3"
-endpoint = %q
-bucket = %q
-region = %q
-prefix = %q
-access_key_id = %q
-secret_access_key = %q
-path_style = true
-%s
+		toml := s3.SharedStoresTOML(viaProxy.String(), prefix) + clusterTOML + fmt.Sprintf(`
 [sandbox]
 run_dir = %q
 guest_binary = %q
@@ -131,8 +117,7 @@ class = "wcounter"
 init_command = ["/app/counter"]
 app_dir = %q
 storage_mode = "write-through"
-`, viaProxy.String(), s3.Endpoint, s3.Bucket, s3.Region, prefix, s3.AccessKeyID, s3.SecretAccessKey,
-			clusterTOML, filepath.Join(run, nd.name), bin, app, app)
+`, filepath.Join(run, nd.name), bin, app, app)
 		if opts.classes != nil {
 			toml += opts.classes(app)
 		}

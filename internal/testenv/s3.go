@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"testing"
 )
@@ -48,4 +49,25 @@ func S3(t testing.TB) S3Server {
 		srv.Region = "us-east-1"
 	}
 	return srv
+}
+
+// SharedStoresTOML is the configuration of a daemon on the PostgreSQL
+// database at pgURL and this S3 server under prefix: the stores several
+// daemons of a test cluster share.
+func (s S3Server) SharedStoresTOML(pgURL, prefix string) string {
+	return fmt.Sprintf(`
+[store]
+engine = "postgres"
+url = %q
+
+[blob]
+engine = "s3"
+endpoint = %q
+bucket = %q
+region = %q
+prefix = %q
+access_key_id = %q
+secret_access_key = %q
+path_style = true
+`, pgURL, s.Endpoint, s.Bucket, s.Region, prefix, s.AccessKeyID, s.SecretAccessKey)
 }

@@ -39,26 +39,12 @@ func newCluster(t *testing.T, n int, modelURL string) []*node {
 	var nodes []*node
 	for i := range n {
 		nd := newNode(t, "sqlite", modelURL)
-		nd.appendConf(fmt.Sprintf(`
-[store]
-engine = "postgres"
-url = %q
-
-[blob]
-engine = "s3"
-endpoint = %q
-bucket = %q
-region = %q
-prefix = %q
-access_key_id = %q
-secret_access_key = %q
-path_style = true
-
+		nd.appendConf(s3.SharedStoresTOML(db, prefix) + fmt.Sprintf(`
 [cluster]
 node = "n%d"
 advertise = %q
 lease_ttl = %q
-`, db, s3.Endpoint, s3.Bucket, s3.Region, prefix, s3.AccessKeyID, s3.SecretAccessKey, i+1, nd.url(), clusterLease))
+`, i+1, nd.url(), clusterLease))
 		nodes = append(nodes, nd)
 	}
 	// Registered after the nodes' own cleanups, so it runs before them.
