@@ -84,3 +84,16 @@ func (s *Server) adminOnly(h http.HandlerFunc) http.HandlerFunc {
 		h(w, r)
 	})
 }
+
+// ErrInvalidKey: Authenticate was given no key, an unknown one or a
+// revoked one.
+var ErrInvalidKey = errInvalidKey
+
+// Authenticate returns the principal of an API key's secret, as every
+// route sees it: what the web console checks at login.
+func (s *Server) Authenticate(ctx context.Context, secret string) (Principal, error) {
+	if secret == "" {
+		return Principal{}, errInvalidKey
+	}
+	return s.keys.lookup(ctx, s.store, auth.Hash(secret))
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentkernel/agentkernel/internal/blob/blobgc"
 	"github.com/agentkernel/agentkernel/internal/cluster"
 	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/console"
 	"github.com/agentkernel/agentkernel/internal/envwork"
 	"github.com/agentkernel/agentkernel/internal/files"
 	managedsvc "github.com/agentkernel/agentkernel/internal/managed"
@@ -274,6 +275,14 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		Webhooks:     d.webhooks,
 		Cluster:      d.cluster,
 	})
+	// The web console, a client of the API in this process.
+	con, err := console.New(console.Options{API: d.server, Auth: d.server, Log: log.With("component", "console"), Version: version.String()})
+	if err != nil {
+		d.closeStores()
+		return nil, err
+	}
+	d.server.Handle(console.Prefix+"/", con)
+	d.server.Handle(console.Prefix, con)
 	if svc := d.server.ManagedService(); svc != nil {
 		// Added last, so stopped first: no run starts while the session
 		// runtime stops.

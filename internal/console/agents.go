@@ -1,0 +1,5 @@
+package console
+
+// Agents and environments: versions, configuration, the sessions that use them. (not built yet)
+
+func (c *Console) registerAgents() {}

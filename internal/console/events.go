@@ -1,0 +1,161 @@
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// foldOver: a text longer than this many lines (or 4 KiB) is shown
+// folded, its first lines visible.
+const foldOver = 12
+
+// eventView is a session event as the trajectory shows it.
+type eventView struct {
+	ID, Type string
+	At       time.Time
+	// Kind picks the look: user, agent, thinking, tool, result, span,
+	// status, cut, error, other.
+	Kind string
+	// Label is the event's one-line title.
+	Label string
+	Text  string
+	// Tool is the tool's name (tool uses), Input its pretty input.
+	Tool, Input string
+	IsError     bool
+	// Fold: Text is long and shown folded.
+	Fold bool
+	// Raw is the whole event, pretty, for the details fold.
+	Raw string
+	// Waiting are the event ids a requires_action idle waits on.
+	Waiting []string
+	// Custom: a custom tool use (the user answers it).
+	Custom bool
+}
+
+// viewEvent reads an API event.
+func viewEvent(raw []byte) eventView {
+	var e struct {
+		ID          string          `json:"id"`
+		Type        string          `json:"type"`
+		ProcessedAt time.Time       `json:"processed_at"`
+		Content     json.RawMessage `json:"content"`
+		Name        string          `json:"name"`
+		Input       json.RawMessage `json:"input"`
+		IsError     bool            `json:"is_error"`
+		Thinking    string          `json:"thinking"`
+		Error       *struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+		StopReason *struct {
+			Type     string   `json:"type"`
+			EventIDs []string `json:"event_ids"`
+		} `json:"stop_reason"`
+		ModelUsage *usageJSON `json:"model_usage"`
+		ServerName string     `json:"mcp_server_name"`
+	}
+	_ = json.Unmarshal(raw, &e)
+	v := eventView{ID: e.ID, Type: e.Type, At: e.ProcessedAt, Raw: pretty(json.RawMessage(raw)), Text: contentText(e.Content)}
+	switch e.Type {
+	case "user.message":
+		v.Kind, v.Label = "user", "User"
+	case "user.interrupt":
+		v.Kind, v.Label = "status", "Interrupted by the user"
+	case "user.tool_confirmation", "user.tool_result", "user.custom_tool_result":
+		v.Kind, v.Label = "user", strings.ReplaceAll(strings.TrimPrefix(e.Type, "user."), "_", " ")
+	case "agent.message":
+		v.Kind, v.Label = "agent", "Agent"
+	case "agent.thinking":
+		v.Kind, v.Label = "thinking", "Thinking"
+		if v.Text == "" {
+			v.Text = e.Thinking
+		}
+	case "agent.tool_use", "agent.mcp_tool_use", "agent.custom_tool_use":
+		v.Kind, v.Tool, v.Input = "tool", e.Name, pretty(e.Input)
+		v.Label = "Tool call: " + e.Name
+		if e.ServerName != "" {
+			v.Label = fmt.Sprintf("Tool call: %s (%s)", e.Name, e.ServerName)
+		}
+		v.Custom = e.Type == "agent.custom_tool_use"
+	case "agent.tool_result", "agent.mcp_tool_result":
+		v.Kind, v.Label, v.IsError = "result", "Tool result", e.IsError
+		if e.IsError {
+			v.Label = "Tool result (error)"
+		}
+	case "session.status_rescheduled":
+		v.Kind, v.Label = "cut", "Rescheduled: the daemon went away mid-turn and another run picked the turn up"
+	case "session.status_running", "session.status_idle", "session.status_terminated":
+		v.Kind, v.Label = "status", strings.TrimPrefix(e.Type, "session.status_")
+		if e.StopReason != nil {
+			v.Label += " (" + strings.ReplaceAll(e.StopReason.Type, "_", " ") + ")"
+			if e.StopReason.Type == "requires_action" {
+				v.Waiting = e.StopReason.EventIDs
+			}
+		}
+	case "session.error":
+		v.Kind, v.Label = "error", "Error"
+		if e.Error != nil {
+			v.Text = e.Error.Message
+			v.Label = "Error: " + e.Error.Type
+		}
+	case "span.model_request_start":
+		v.Kind, v.Label = "span", "Model request"
+	case "span.model_request_end":
+		v.Kind, v.Label = "span", "Model answered"
+		if e.ModelUsage != nil {
+			v.Label = fmt.Sprintf("Model answered: %s in, %s out", tokens(e.ModelUsage.InputTokens), tokens(e.ModelUsage.OutputTokens))
+			if e.ModelUsage.CacheReadInputTokens > 0 {
+				v.Label += fmt.Sprintf(", %s from cache", tokens(e.ModelUsage.CacheReadInputTokens))
+			}
+		}
+		v.IsError = e.IsError
+	default:
+		v.Kind, v.Label = "other", e.Type
+	}
+	v.Fold = strings.Count(v.Text, "\n") >= foldOver || len(v.Text) > 4096
+	return v
+}
+
+// contentText joins the text blocks of an event's content (a string is
+// taken as is).
+func contentText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return ""
+	}
+	var parts []string
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			parts = append(parts, b.Text)
+		default:
+			parts = append(parts, "["+b.Type+"]")
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// FirstLines is the folded view of a long text.
+func (v eventView) FirstLines() string {
+	lines := strings.SplitN(v.Text, "\n", foldOver+1)
+	if len(lines) > foldOver {
+		lines = lines[:foldOver]
+	}
+	s := strings.Join(lines, "\n")
+	if len(s) > 4096 {
+		s = s[:4096]
+	}
+	return s
+}

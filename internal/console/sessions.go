@@ -1,0 +1,287 @@
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Sessions: the list, and a session's page with its live trajectory.
+
+// eventsPerPage is how many events a session page renders at first, and
+// how many each scroll back adds: a session of 10,000 events renders as
+// fast as one of 200.
+const eventsPerPage = 200
+
+func (c *Console) registerSessions() {
+	c.addNav(navItem{Label: "Sessions", Path: Prefix + "/sessions"})
+	c.mux.HandleFunc("GET "+Prefix+"/sessions", c.authed(c.sessionList))
+	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}", c.authed(c.sessionPage))
+	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/older", c.authed(c.sessionOlder))
+	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/live", c.authed(c.sessionLive))
+	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/message", c.authed(c.sessionMessage))
+	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/interrupt", c.authed(c.sessionInterrupt))
+	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/confirm", c.authed(c.sessionConfirm))
+	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/custom-result", c.authed(c.sessionCustomResult))
+}
+
+// sessionJSON is the part of the API's session the console shows.
+type sessionJSON struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Title  string `json:"title"`
+	Agent  struct {
+		ID      string `json:"id"`
+		Name    string `json:"name"`
+		Version int    `json:"version"`
+		Model   struct {
+			ID string `json:"id"`
+		} `json:"model"`
+	} `json:"agent"`
+	EnvironmentID string          `json:"environment_id"`
+	Metadata      map[string]any  `json:"metadata"`
+	Stats         map[string]any  `json:"stats"`
+	Usage         usageJSON       `json:"usage"`
+	CreatedAt     time.Time       `json:"created_at"`
+	ArchivedAt    *time.Time      `json:"archived_at"`
+	Lineage       json.RawMessage `json:"lineage"`
+}
+
+type usageJSON struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+func (s sessionJSON) ActiveSeconds() float64 {
+	f, _ := s.Stats["active_seconds"].(float64)
+	return f
+}
+
+// sessionStatuses are the statuses the list filters by.
+var sessionStatuses = []string{"idle", "running", "rescheduling", "terminated"}
+
+func (c *Console) sessionList(w http.ResponseWriter, r *http.Request, u *user) {
+	q := url.Values{"limit": {"50"}}
+	in := r.URL.Query()
+	status := in.Get("status")
+	if slices.Contains(sessionStatuses, status) {
+		q.Set("statuses[]", status)
+	} else {
+		status = ""
+	}
+	agent := strings.TrimSpace(in.Get("agent_id"))
+	if agent != "" {
+		q.Set("agent_id", agent)
+	}
+	archived := in.Get("archived") == "1"
+	if archived {
+		q.Set("include_archived", "true")
+	}
+	if p := in.Get("page"); p != "" {
+		q.Set("page", p)
+	}
+	var list struct {
+		Data     []sessionJSON `json:"data"`
+		NextPage string        `json:"next_page"`
+	}
+	if err := c.call(r.Context(), u, http.MethodGet, "/v1/sessions", q, nil, &list); err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	next := ""
+	if list.NextPage != "" {
+		nq := url.Values{"page": {list.NextPage}}
+		for _, k := range []string{"status", "agent_id", "archived"} {
+			if v := in.Get(k); v != "" {
+				nq.Set(k, v)
+			}
+		}
+		next = Prefix + "/sessions?" + nq.Encode()
+	}
+	c.render(w, r, u, http.StatusOK, "sessions", map[string]any{
+		"Sessions": list.Data, "Statuses": sessionStatuses, "Status": status, "AgentID": agent,
+		"Archived": archived, "Next": next,
+	})
+}
+
+// eventsPage reads a page of a session's events, newest first from the
+// API, and returns it oldest first with the cursor to the page before.
+func (c *Console) eventsPage(r *http.Request, u *user, id, cursor string) ([]eventView, string, error) {
+	q := url.Values{"limit": {fmt.Sprint(eventsPerPage)}, "order": {"desc"}}
+	if cursor != "" {
+		q.Set("page", cursor)
+	}
+	var list struct {
+		Data     []json.RawMessage `json:"data"`
+		NextPage string            `json:"next_page"`
+	}
+	if err := c.call(r.Context(), u, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/events", q, nil, &list); err != nil {
+		return nil, "", err
+	}
+	views := make([]eventView, 0, len(list.Data))
+	for i := len(list.Data) - 1; i >= 0; i-- {
+		views = append(views, viewEvent(list.Data[i]))
+	}
+	return views, list.NextPage, nil
+}
+
+func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request, u *user) {
+	id := r.PathValue("id")
+	var s sessionJSON
+	if err := c.call(r.Context(), u, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, nil, &s); err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	events, older, err := c.eventsPage(r, u, id, "")
+	if err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	last := ""
+	if len(events) > 0 {
+		last = events[len(events)-1].ID
+	}
+	c.render(w, r, u, http.StatusOK, "session", map[string]any{
+		"Session": s, "Events": events, "Older": older, "Last": last, "Pending": pendingCalls(events),
+	})
+}
+
+// sessionOlder is the page of events before a cursor, as HTML to put
+// above the ones shown.
+func (c *Console) sessionOlder(w http.ResponseWriter, r *http.Request, u *user) {
+	id := r.PathValue("id")
+	events, older, err := c.eventsPage(r, u, id, r.URL.Query().Get("page"))
+	if err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	w.Header().Set("X-Older-Page", older)
+	c.fragment(w, r, "session", "events", events)
+}
+
+// sessionLive streams the session's new events as rendered HTML (SSE):
+// each event's id is the API event's, so the browser's reconnection
+// (Last-Event-ID) resumes where it left off.
+func (c *Console) sessionLive(w http.ResponseWriter, r *http.Request, u *user) {
+	id := r.PathValue("id")
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		last = r.URL.Query().Get("after")
+	}
+	rc := http.NewResponseController(w)
+	started := false
+	start := func() {
+		if started {
+			return
+		}
+		started = true
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+	}
+	t := c.pages["session"]
+	err := c.stream(r.Context(), u, "/v1/sessions/"+url.PathEscape(id)+"/events/stream", last, func(ev sseEvent) error {
+		start()
+		var sb strings.Builder
+		if err := t.ExecuteTemplate(&sb, "event", viewEvent(ev.Data)); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "id: %s\nevent: ev\n", ev.ID)
+		for line := range strings.SplitSeq(sb.String(), "\n") {
+			fmt.Fprintf(w, "data: %s\n", line)
+		}
+		fmt.Fprint(w, "\n")
+		return rc.Flush()
+	})
+	if !started {
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		start()
+	}
+}
+
+// sendEvents posts events to the session and goes back to its page.
+func (c *Console) sendEvents(w http.ResponseWriter, r *http.Request, u *user, events ...map[string]any) {
+	id := r.PathValue("id")
+	err := c.call(r.Context(), u, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/events", nil, map[string]any{"events": events}, nil)
+	if r.Header.Get("X-Requested-With") == "console" {
+		// The script's request: the answer is the outcome alone.
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	http.Redirect(w, r, Prefix+"/sessions/"+url.PathEscape(id), http.StatusSeeOther)
+}
+
+func (c *Console) sessionMessage(w http.ResponseWriter, r *http.Request, u *user) {
+	text := strings.TrimSpace(r.PostFormValue("text"))
+	if text == "" {
+		c.fail(w, r, u, http.StatusBadRequest, "The message is empty.")
+		return
+	}
+	c.sendEvents(w, r, u, map[string]any{"type": "user.message", "content": []any{map[string]any{"type": "text", "text": text}}})
+}
+
+func (c *Console) sessionInterrupt(w http.ResponseWriter, r *http.Request, u *user) {
+	c.sendEvents(w, r, u, map[string]any{"type": "user.interrupt"})
+}
+
+func (c *Console) sessionConfirm(w http.ResponseWriter, r *http.Request, u *user) {
+	result := r.PostFormValue("result")
+	if result != "allow" && result != "deny" {
+		c.fail(w, r, u, http.StatusBadRequest, "Confirm with allow or deny.")
+		return
+	}
+	ev := map[string]any{"type": "user.tool_confirmation", "tool_use_id": r.PostFormValue("tool_use_id"), "result": result}
+	if msg := strings.TrimSpace(r.PostFormValue("deny_message")); msg != "" && result == "deny" {
+		ev["deny_message"] = msg
+	}
+	c.sendEvents(w, r, u, ev)
+}
+
+func (c *Console) sessionCustomResult(w http.ResponseWriter, r *http.Request, u *user) {
+	c.sendEvents(w, r, u, map[string]any{
+		"type": "user.custom_tool_result", "custom_tool_use_id": r.PostFormValue("tool_use_id"),
+		"content":  []any{map[string]any{"type": "text", "text": r.PostFormValue("text")}},
+		"is_error": r.PostFormValue("is_error") == "1",
+	})
+}
+
+// pendingCalls are the calls the session waits on the user for: the
+// event ids its last session.status_idle names as requiring action.
+func pendingCalls(events []eventView) []eventView {
+	var ids []string
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		if e.Type == "session.status_idle" {
+			ids = e.Waiting
+			break
+		}
+		if e.Type == "session.status_running" {
+			return nil
+		}
+	}
+	var out []eventView
+	for _, e := range events {
+		if slices.Contains(ids, e.ID) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,91 @@
+// agentkernel console: follows a session's live trajectory, loads older
+// events as you scroll back, and sends the steering forms without a reload.
+"use strict";
+(function () {
+  const csrf = () => (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
+
+  function insertHTML(list, html, where) {
+    const tpl = document.createElement("template");
+    tpl.innerHTML = html;
+    if (where === "top") list.prepend(tpl.content);
+    else list.append(tpl.content);
+  }
+
+  function follow(traj) {
+    const list = document.getElementById("events");
+    const url = new URL(traj.dataset.live, location.href);
+    if (traj.dataset.last) url.searchParams.set("after", traj.dataset.last);
+    const es = new EventSource(url);
+    es.addEventListener("ev", (m) => {
+      const tpl = document.createElement("template");
+      tpl.innerHTML = m.data;
+      const li = tpl.content.firstElementChild;
+      if (!li || document.getElementById(li.id)) return;
+      const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+      list.append(li);
+      const status = document.getElementById("status");
+      const t = li.dataset.type || "";
+      if (status && t.startsWith("session.status_")) {
+        const s = t.slice("session.status_".length);
+        status.textContent = s;
+        status.className = "badge s-" + s;
+      }
+      if (atBottom) li.scrollIntoView({ block: "end" });
+    });
+  }
+
+  function older(traj) {
+    const btn = document.getElementById("older");
+    if (!btn) return;
+    const list = document.getElementById("events");
+    let next = traj.dataset.older;
+    let busy = false;
+    async function load() {
+      if (busy || !next) return;
+      busy = true;
+      const first = list.firstElementChild;
+      const resp = await fetch(next, { credentials: "same-origin" });
+      if (resp.ok) {
+        insertHTML(list, await resp.text(), "top");
+        const more = resp.headers.get("X-Older-Page");
+        next = more ? traj.dataset.older.replace(/page=[^&]*/, "page=" + encodeURIComponent(more)) : "";
+        if (first) first.scrollIntoView({ block: "start" });
+        if (!next) btn.remove();
+      }
+      busy = false;
+    }
+    btn.addEventListener("click", load);
+    if ("IntersectionObserver" in window) {
+      new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting)) load(); }).observe(btn);
+    }
+  }
+
+  function steer() {
+    for (const id of ["send", "interrupt"]) {
+      const form = document.getElementById(id);
+      if (!form) continue;
+      form.addEventListener("submit", async (e) => {
+        e.preventDefault();
+        const body = new URLSearchParams(new FormData(form));
+        const resp = await fetch(form.action, {
+          method: "POST", body, credentials: "same-origin",
+          headers: { "X-CSRF-Token": csrf(), "X-Requested-With": "console" },
+        });
+        if (resp.ok) {
+          form.reset();
+        } else {
+          alert(await resp.text());
+        }
+      });
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const traj = document.getElementById("trajectory");
+    if (traj) {
+      follow(traj);
+      older(traj);
+    }
+    steer();
+  });
+})();
