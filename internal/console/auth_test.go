@@ -184,7 +184,9 @@ func TestLoginRefusesBadAndEnvironmentKeys(t *testing.T) {
 		Secret string `json:"secret"`
 	}
 	var me struct {
-		Data []struct{ TenantID string `json:"tenant_id"` } `json:"data"`
+		Data []struct {
+			TenantID string `json:"tenant_id"`
+		} `json:"data"`
 	}
 	apiJSON(t, d, d.AdminKey, "GET", "/v1/keys", nil, &me)
 	apiJSON(t, d, d.AdminKey, "POST", "/v1/keys", map[string]any{"name": "soon revoked", "tenant_id": me.Data[0].TenantID}, &k2)
