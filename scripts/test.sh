@@ -31,7 +31,7 @@ missing() {
 }
 
 require_go
-apt_install bubblewrap docker.io busybox-static iproute2 ca-certificates python3 nodejs python3-pip git curl
+apt_install bubblewrap docker.io busybox-static iproute2 ca-certificates python3 nodejs python3-pip git curl chromium
 # npm ships with NodeSource's nodejs, which conflicts with Debian's npm
 # package: install it only where nodejs came without it.
 [ -x /usr/bin/npm ] || apt_install npm

@@ -112,7 +112,7 @@ func (b *browser) csrf(path string) string {
 func newSession(t *testing.T, d *daemontest.Daemon, key string) string {
 	t.Helper()
 	var agent, env, s struct{ ID string }
-	apiJSON(t, d, key, "POST", "/v1/agents", map[string]any{"name": "console", "model": "claude-sonnet-4-5"}, &agent)
+	apiJSON(t, d, key, "POST", "/v1/agents", map[string]any{"name": "console", "model": "claude-sonnet-4-5", "tools": []any{map[string]any{"type": "agent_toolset_20260401"}}}, &agent)
 	apiJSON(t, d, key, "POST", "/v1/environments", map[string]any{"name": "console"}, &env)
 	apiJSON(t, d, key, "POST", "/v1/sessions", map[string]any{"agent": agent.ID, "environment_id": env.ID}, &s)
 	return s.ID
