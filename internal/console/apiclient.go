@@ -36,13 +36,29 @@ func (c *Console) call(ctx context.Context, u *user, method, path string, query 
 		}
 		rd = bytes.NewReader(b)
 	}
+	rec, err := c.raw(ctx, u, method, path, query, rd)
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(rec.body.Bytes(), out); err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// raw sends one request to the API and returns its answer as is; an error
+// answer is an *apiError.
+func (c *Console) raw(ctx context.Context, u *user, method, path string, query url.Values, body io.Reader) (*recorder, error) {
 	target := path
 	if len(query) > 0 {
 		target += "?" + query.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, target, rd)
+	req, err := http.NewRequestWithContext(ctx, method, target, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("x-api-key", u.secret)
 	req.Header.Set("User-Agent", "agentkernel-console")
@@ -55,15 +71,9 @@ func (c *Console) call(ctx context.Context, u *user, method, path string, query 
 		rec.status = http.StatusOK
 	}
 	if rec.status/100 != 2 {
-		return decodeAPIError(rec.status, rec.body.Bytes())
+		return nil, decodeAPIError(rec.status, rec.body.Bytes())
 	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(rec.body.Bytes(), out); err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	return nil
+	return rec, nil
 }
 
 func decodeAPIError(status int, b []byte) error {
@@ -107,11 +117,27 @@ type sseEvent struct {
 // stream follows an SSE route of the API (from lastID when set) and calls
 // fn for each event until ctx ends, the stream ends or fn fails.
 func (c *Console) stream(ctx context.Context, u *user, path, lastID string, fn func(sseEvent) error) error {
+	return c.streamRequest(ctx, u, http.MethodGet, path, nil, lastID, fn)
+}
+
+// streamRequest is stream for any method, with a JSON body when not nil.
+func (c *Console) streamRequest(ctx context.Context, u *user, method, path string, body any, lastID string, fn func(sseEvent) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, path, nil)
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, path, rd)
 	if err != nil {
 		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("x-api-key", u.secret)
 	req.Header.Set("Accept", "text/event-stream")

@@ -92,7 +92,7 @@ func TestBenchConsoleSessionPage(t *testing.T) {
 	// back pages older events in.
 	p := newPage(t, d.URL)
 	p.run("log in", chromedp.Navigate(d.URL+"/console/login"), chromedp.WaitVisible("#key"),
-		chromedp.SendKeys("#key", d.AdminKey), chromedp.Submit("#key"), chromedp.WaitVisible("h1"))
+		chromedp.SendKeys("#key", d.AdminKey), chromedp.Submit("#key"), chromedp.WaitVisible("form.logout"))
 	var loads []float64
 	for range 5 {
 		p.run("open the session", chromedp.Navigate(d.URL+"/console/sessions/"+sid), chromedp.WaitVisible("#events"))

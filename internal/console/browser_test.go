@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,5 +284,67 @@ func TestBrowserSessionLive(t *testing.T) {
 	p.check("session-interrupted")
 	if n := eval[int](p, "results", `document.querySelectorAll('li[data-type="agent.tool_result"]').length`); n != 2 {
 		t.Fatalf("%d tool results after the interrupt; want the interrupted call's too", n)
+	}
+}
+
+// TestBrowserSandbox: the sandbox list and page, with the state machine
+// lit at its state, a file of /workspace shown from the file browser, and
+// a command whose output arrives in the page while it still runs.
+func TestBrowserSandbox(t *testing.T) {
+	d := daemontest.Start(t)
+	var sb struct{ ID string }
+	apiJSON(t, d, d.AdminKey, "POST", "/v1/sandboxes", map[string]any{}, &sb)
+	putFile(t, d, sb.ID, "hello.txt", "hello from the workspace\n")
+	p := newPage(t, d.URL)
+	p.run("log in", chromedp.Navigate(d.URL+"/console/login"), chromedp.WaitVisible("#key"),
+		chromedp.SendKeys("#key", d.AdminKey), chromedp.Submit("#key"), chromedp.WaitVisible("form.logout"))
+	p.run("sandboxes", chromedp.Navigate(d.URL+"/console/sandboxes"), chromedp.WaitVisible(`a[href="/console/sandboxes/`+sb.ID+`"]`))
+	p.check("sandboxes")
+	p.run("open the sandbox", chromedp.Click(`a[href="/console/sandboxes/`+sb.ID+`"]`), chromedp.WaitVisible("#exec"))
+	if lit := eval[string](p, "state machine", `document.querySelector(".m-current text").textContent`); lit != "active" {
+		t.Fatalf("the state machine lights %q", lit)
+	}
+	p.check("sandbox")
+
+	p.run("run a command", chromedp.SendKeys("#command", "echo first; while [ ! -e /workspace/go ]; do sleep 0.1; done; echo second"),
+		chromedp.Click(`#exec button[type=submit]`))
+	ctx, cancel := context.WithTimeout(p.ctx, time.Minute)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("exec-output").textContent.includes("first")`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("the command's first line never showed: %v", err)
+	}
+	// The command waits for the file: what the page shows came while it ran.
+	if out := eval[string](p, "output", `document.getElementById("exec-output").textContent`); strings.Contains(out, "second") || strings.Contains(out, "[exit") {
+		t.Fatalf("output before the command could end: %q", out)
+	}
+	putFile(t, d, sb.ID, "go", "")
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("exec-output").textContent.includes("[exit 0")`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("the command never ended in the page: %v", err)
+	}
+	if out := eval[string](p, "output", `document.getElementById("exec-output").textContent`); !strings.HasPrefix(out, "first\nsecond\n") {
+		t.Fatalf("exec output %q", out)
+	}
+	p.check("sandbox-exec")
+
+	p.run("open the file", chromedp.Navigate(d.URL+"/console/sandboxes/"+sb.ID), chromedp.WaitVisible(`a[href$="/files/workspace/hello.txt"]`),
+		chromedp.Click(`a[href$="/files/workspace/hello.txt"]`), chromedp.WaitVisible("pre.file"))
+	if text := eval[string](p, "file", `document.querySelector("pre.file").textContent`); text != "hello from the workspace\n" {
+		t.Fatalf("file shown: %q", text)
+	}
+	p.check("sandbox-file")
+}
+
+// putFile writes a file of the sandbox's workspace through the API.
+func putFile(t *testing.T, d *daemontest.Daemon, id, name, content string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, d.URL+"/v1/sandboxes/"+id+"/files/"+name, strings.NewReader(content))
+	req.Header.Set("x-api-key", d.AdminKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("PUT %s: %s", name, resp.Status)
 	}
 }

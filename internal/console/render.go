@@ -139,6 +139,15 @@ var funcs = template.FuncMap{
 		return s[:n] + "…"
 	},
 	"lines": func(s string) int { return strings.Count(s, "\n") + 1 },
+	// dict builds a map for a partial: dict "Key" value "Key2" value2.
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			k, _ := kv[i].(string)
+			m[k] = kv[i+1]
+		}
+		return m
+	},
 }
 
 // ago is a time as "3m ago" (its exact value is in the title).

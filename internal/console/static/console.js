@@ -89,3 +89,30 @@
     steer();
   });
 })();
+
+// Sandboxes: the exec box streams a command's output as it comes.
+(function () {
+  "use strict";
+  document.addEventListener("DOMContentLoaded", () => {
+    const form = document.getElementById("exec");
+    const out = document.getElementById("exec-output");
+    if (!form || !out) return;
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      out.textContent = "";
+      const token = (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
+      const resp = await fetch(form.action, {
+        method: "POST", body: new URLSearchParams(new FormData(form)), credentials: "same-origin",
+        headers: { "X-CSRF-Token": token, "X-Requested-With": "console" },
+      });
+      if (!resp.body) { out.textContent = await resp.text(); return; }
+      const reader = resp.body.getReader();
+      const dec = new TextDecoder();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        out.textContent += dec.decode(value, { stream: true });
+      }
+    });
+  });
+})();
