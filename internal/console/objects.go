@@ -1,5 +1,171 @@
 package console
 
-// Durable objects: classes, objects, storage, alarms and the audit log. (not built yet)
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
 
-func (c *Console) registerObjects() {}
+// Durable objects: classes and objects, an object's storage, alarms and
+// audit records, and the audit log.
+
+func (c *Console) registerObjects() {
+	c.addNav(navItem{Label: "Objects", Path: Prefix + "/objects"})
+	c.mux.HandleFunc("GET "+Prefix+"/objects", c.authed(c.objectList))
+	c.mux.HandleFunc("GET "+Prefix+"/objects/{class}/{id}", c.authed(c.objectPage))
+	c.addNav(navItem{Label: "Audit", Path: Prefix + "/audit"})
+	c.mux.HandleFunc("GET "+Prefix+"/audit", c.authed(c.auditLog))
+}
+
+type objectJSON struct {
+	Class        string                     `json:"class"`
+	ID           string                     `json:"id"`
+	Status       string                     `json:"status"`
+	SandboxID    string                     `json:"sandbox_id"`
+	StorageMode  string                     `json:"storage_mode"`
+	Storage      map[string]json.RawMessage `json:"storage"`
+	StorageKeys  int64                      `json:"storage_keys"`
+	StorageBytes int64                      `json:"storage_bytes"`
+	Version      int64                      `json:"version"`
+	LastCallAt   *time.Time                 `json:"last_call_at"`
+	HibernatedAt *time.Time                 `json:"hibernated_at"`
+	CreatedAt    time.Time                  `json:"created_at"`
+}
+
+type auditRecord struct {
+	ID      string          `json:"id"`
+	Kind    string          `json:"kind"`
+	Subject string          `json:"subject"`
+	Data    json.RawMessage `json:"data"`
+	At      time.Time       `json:"at"`
+}
+
+// storageEntry is a key of an object's storage with its value, pretty.
+type storageEntry struct {
+	Key, Value string
+	Fold       bool
+}
+
+func (c *Console) objectList(w http.ResponseWriter, r *http.Request, u *user) {
+	in := r.URL.Query()
+	q := url.Values{"limit": {"100"}}
+	class := strings.TrimSpace(in.Get("class"))
+	if class != "" {
+		q.Set("class", class)
+	}
+	status := in.Get("status")
+	if status == "Active" || status == "Hibernating" {
+		q.Set("status", status)
+	} else {
+		status = ""
+	}
+	if a := in.Get("after"); a != "" {
+		q.Set("after", a)
+	}
+	var classes struct {
+		Data []struct {
+			Class       string `json:"class"`
+			Source      string `json:"source"`
+			StorageMode string `json:"storage_mode"`
+			Isolation   string `json:"isolation"`
+			Driver      string `json:"driver"`
+		} `json:"data"`
+	}
+	if err := c.call(r.Context(), u, http.MethodGet, "/v1/objects/definitions", nil, nil, &classes); err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	var objs struct {
+		Data    []objectJSON `json:"data"`
+		HasMore bool         `json:"has_more"`
+	}
+	if err := c.call(r.Context(), u, http.MethodGet, "/v1/objects", q, nil, &objs); err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	next := ""
+	if objs.HasMore && len(objs.Data) > 0 {
+		nq := url.Values{"after": {objs.Data[len(objs.Data)-1].ID}}
+		if class != "" {
+			nq.Set("class", class)
+		}
+		if status != "" {
+			nq.Set("status", status)
+		}
+		next = Prefix + "/objects?" + nq.Encode()
+	}
+	c.render(w, r, u, http.StatusOK, "objects", map[string]any{
+		"Classes": classes.Data, "Objects": objs.Data, "Class": class, "Status": status, "Next": next,
+	})
+}
+
+func (c *Console) objectPage(w http.ResponseWriter, r *http.Request, u *user) {
+	class, id := r.PathValue("class"), r.PathValue("id")
+	base := "/v1/objects/" + url.PathEscape(class) + "/" + url.PathEscape(id)
+	var o objectJSON
+	if err := c.call(r.Context(), u, http.MethodGet, base, nil, nil, &o); err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	var storage []storageEntry
+	for k, v := range o.Storage {
+		p := pretty(v)
+		storage = append(storage, storageEntry{Key: k, Value: p, Fold: strings.Count(p, "\n") >= foldOver || len(p) > 4096})
+	}
+	slices.SortFunc(storage, func(a, b storageEntry) int { return strings.Compare(a.Key, b.Key) })
+	var alarms struct {
+		Data []struct {
+			ID        string          `json:"id"`
+			Method    string          `json:"method"`
+			Args      json.RawMessage `json:"args"`
+			FireAt    time.Time       `json:"fire_at"`
+			Fired     bool            `json:"fired"`
+			Attempts  int64           `json:"attempts"`
+			LastError string          `json:"last_error"`
+		} `json:"data"`
+	}
+	if err := c.call(r.Context(), u, http.MethodGet, base+"/alarms", nil, nil, &alarms); err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	var audit struct {
+		Data []auditRecord `json:"data"`
+	}
+	if err := c.call(r.Context(), u, http.MethodGet, "/v1/audit", url.Values{"subject": {class + "/" + id}, "limit": {"50"}}, nil, &audit); err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	c.render(w, r, u, http.StatusOK, "object", map[string]any{"Object": o, "Storage": storage, "Alarms": alarms.Data, "Audit": audit.Data})
+}
+
+func (c *Console) auditLog(w http.ResponseWriter, r *http.Request, u *user) {
+	in := r.URL.Query()
+	q := url.Values{"limit": {"100"}}
+	for _, k := range []string{"kind", "subject", "after"} {
+		if v := strings.TrimSpace(in.Get(k)); v != "" {
+			q.Set(k, v)
+		}
+	}
+	var audit struct {
+		Data    []auditRecord `json:"data"`
+		HasMore bool          `json:"has_more"`
+	}
+	if err := c.call(r.Context(), u, http.MethodGet, "/v1/audit", q, nil, &audit); err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	next := ""
+	if audit.HasMore && len(audit.Data) > 0 {
+		nq := url.Values{"after": {audit.Data[len(audit.Data)-1].ID}}
+		for _, k := range []string{"kind", "subject"} {
+			if v := q.Get(k); v != "" {
+				nq.Set(k, v)
+			}
+		}
+		next = Prefix + "/audit?" + nq.Encode()
+	}
+	c.render(w, r, u, http.StatusOK, "audit", map[string]any{"Records": audit.Data, "Kind": q.Get("kind"), "Subject": q.Get("subject"), "Next": next})
+}
