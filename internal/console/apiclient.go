@@ -60,6 +60,7 @@ func (c *Console) raw(ctx context.Context, u *user, method, path string, query u
 	if err != nil {
 		return nil, err
 	}
+	inProcess(req)
 	req.Header.Set("x-api-key", u.secret)
 	req.Header.Set("User-Agent", "agentkernel-console")
 	if body != nil {
@@ -74,6 +75,16 @@ func (c *Console) raw(ctx context.Context, u *user, method, path string, query u
 		return nil, decodeAPIError(rec.status, rec.body.Bytes())
 	}
 	return rec, nil
+}
+
+// inProcess makes a client request look as the server's handlers expect
+// one from the network: a body that is never nil, a remote address.
+func inProcess(req *http.Request) {
+	if req.Body == nil {
+		req.Body = http.NoBody
+	}
+	req.RemoteAddr = "console"
+	req.RequestURI = req.URL.RequestURI()
 }
 
 func decodeAPIError(status int, b []byte) error {
@@ -139,6 +150,7 @@ func (c *Console) streamRequest(ctx context.Context, u *user, method, path strin
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	inProcess(req)
 	req.Header.Set("x-api-key", u.secret)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("User-Agent", "agentkernel-console")
