@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -270,6 +271,20 @@ func TestBrowserSessionLive(t *testing.T) {
 	}
 	p.run("idle again", chromedp.WaitVisible(`#status.s-idle`))
 	p.check("session-turn")
+
+	// Opened again, the page draws the turn: its model time and its tool
+	// time (the command slept a second).
+	p.run("reopen", chromedp.Navigate(d.URL+"/console/sessions/"+sid), chromedp.WaitVisible(".timeline"))
+	type drawn struct {
+		Turns, Model, Tool int
+		Label              string
+	}
+	tl := eval[drawn](p, "timeline", `({Turns: document.querySelectorAll(".tl-turn").length, Model: document.querySelectorAll(".tl-model").length,
+		Tool: document.querySelectorAll(".tl-tool").length, Label: document.querySelector(".tl-list li").textContent})`)
+	if tl.Turns != 1 || tl.Model != 2 || tl.Tool != 1 || !regexp.MustCompile(`tools [1-9][0-9.]*s`).MatchString(tl.Label) {
+		t.Fatalf("timeline: %+v", tl)
+	}
+	p.check("session-timeline")
 
 	p.run("start a long call", chromedp.SendKeys("#text", "a long one"), chromedp.Click(`#send button[type=submit]`),
 		chromedp.WaitVisible(`#status.s-running`))

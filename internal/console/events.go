@@ -32,6 +32,8 @@ type eventView struct {
 	Waiting []string
 	// Custom: a custom tool use (the user answers it).
 	Custom bool
+	// ToolUseID: the call a tool result answers.
+	ToolUseID string
 }
 
 // viewEvent reads an API event.
@@ -53,11 +55,14 @@ func viewEvent(raw []byte) eventView {
 			Type     string   `json:"type"`
 			EventIDs []string `json:"event_ids"`
 		} `json:"stop_reason"`
-		ModelUsage *usageJSON `json:"model_usage"`
-		ServerName string     `json:"mcp_server_name"`
+		ModelUsage   *usageJSON `json:"model_usage"`
+		ServerName   string     `json:"mcp_server_name"`
+		ToolUseID    string     `json:"tool_use_id"`
+		MCPToolUseID string     `json:"mcp_tool_use_id"`
 	}
 	_ = json.Unmarshal(raw, &e)
-	v := eventView{ID: e.ID, Type: e.Type, At: e.ProcessedAt, Raw: pretty(json.RawMessage(raw)), Text: contentText(e.Content)}
+	v := eventView{ID: e.ID, Type: e.Type, At: e.ProcessedAt, Raw: pretty(json.RawMessage(raw)), Text: contentText(e.Content),
+		ToolUseID: e.ToolUseID + e.MCPToolUseID}
 	switch e.Type {
 	case "user.message":
 		v.Kind, v.Label = "user", "User"

@@ -149,6 +149,7 @@ func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request, u *user) {
 	}
 	c.render(w, r, u, http.StatusOK, "session", map[string]any{
 		"Session": s, "Events": events, "Older": older, "Last": last, "Pending": pendingCalls(events),
+		"Timeline": timeline(events),
 	})
 }
 
