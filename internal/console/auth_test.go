@@ -259,3 +259,47 @@ func TestAnotherTenantsSessionIsNotFound(t *testing.T) {
 		t.Fatalf("interrupting another tenant's session: %d", resp.StatusCode)
 	}
 }
+
+// TestForkAndRewindFromTheSessionPage: the page's fork opens a new session
+// with the source's events; its rewind takes the session back to an event.
+func TestForkAndRewindFromTheSessionPage(t *testing.T) {
+	d := daemontest.Start(t)
+	sid := newSession(t, d, d.AdminKey)
+	// Two interrupts: events the fork and the rewind can point at.
+	for range 2 {
+		apiJSON(t, d, d.AdminKey, "POST", "/v1/sessions/"+sid+"/events", map[string]any{"events": []any{map[string]any{"type": "user.interrupt"}}}, nil)
+	}
+	var evs struct {
+		Data []struct{ ID string }
+	}
+	apiJSON(t, d, d.AdminKey, "GET", "/v1/sessions/"+sid+"/events", nil, &evs)
+	if len(evs.Data) != 2 {
+		t.Fatalf("%d events", len(evs.Data))
+	}
+	b := newBrowser(t, d)
+	b.login(d.AdminKey)
+	page := "/console/sessions/" + sid
+	tok := b.csrf(page)
+	resp, body := b.do(http.MethodPost, page+"/fork", url.Values{"csrf": {tok}, "event_id": {evs.Data[0].ID}}, nil)
+	fork, ok := strings.CutPrefix(resp.Header.Get("Location"), "/console/sessions/")
+	if resp.StatusCode != http.StatusSeeOther || !ok || fork == sid {
+		t.Fatalf("fork: %d %s %s", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
+	var forked struct {
+		Data []struct{ ID string }
+	}
+	apiJSON(t, d, d.AdminKey, "GET", "/v1/sessions/"+fork+"/events", nil, &forked)
+	if len(forked.Data) == 0 || forked.Data[0].ID != evs.Data[0].ID {
+		t.Fatalf("the fork's events: %+v", forked.Data)
+	}
+	if resp, body := b.do(http.MethodPost, page+"/rewind", url.Values{"csrf": {tok}, "event_id": {evs.Data[0].ID}}, nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("rewind: %d %s", resp.StatusCode, body)
+	}
+	apiJSON(t, d, d.AdminKey, "GET", "/v1/sessions/"+sid+"/events", nil, &evs)
+	if len(evs.Data) != 1 {
+		t.Fatalf("after the rewind the session has %d events; want 1", len(evs.Data))
+	}
+	if resp, _ := b.do(http.MethodPost, page+"/rewind", url.Values{"csrf": {tok}, "event_id": {"sevt_nope"}}, nil); resp.StatusCode/100 != 4 {
+		t.Fatalf("rewind to an unknown event: %d", resp.StatusCode)
+	}
+}

@@ -159,7 +159,7 @@ func (p *page) check(name string) {
 	// link, each Tab lands on the next of them (the first 30 are tried).
 	want := eval[[]string](p, "focusable controls", `(() => {
 		const els = [...document.querySelectorAll('a[href], button, input:not([type=hidden]), select, textarea, summary')]
-			.filter((el) => !el.disabled && el.offsetParent !== null && el.tabIndex >= 0);
+			.filter((el) => !el.disabled && el.checkVisibility({checkVisibilityCSS: true, contentVisibilityAuto: true}) && el.tabIndex >= 0);
 		els.forEach((el, i) => el.dataset.kbd = i);
 		document.querySelector('.skip').focus();
 		return els.slice(1, 31).map((el) => el.dataset.kbd);

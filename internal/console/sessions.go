@@ -27,6 +27,40 @@ func (c *Console) registerSessions() {
 	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/interrupt", c.authed(c.sessionInterrupt))
 	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/confirm", c.authed(c.sessionConfirm))
 	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/custom-result", c.authed(c.sessionCustomResult))
+	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/fork", c.authed(c.sessionFork))
+	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/rewind", c.authed(c.sessionRewind))
+}
+
+// sessionFork forks the session at an event (default: the latest) and
+// opens the fork.
+func (c *Console) sessionFork(w http.ResponseWriter, r *http.Request, u *user) {
+	body := map[string]any{}
+	if ev := strings.TrimSpace(r.PostFormValue("event_id")); ev != "" {
+		body["event_id"] = ev
+	}
+	var fork struct {
+		ID string `json:"id"`
+	}
+	if err := c.call(r.Context(), u, http.MethodPost, "/v1/sessions/"+url.PathEscape(r.PathValue("id"))+"/fork", nil, body, &fork); err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	http.Redirect(w, r, Prefix+"/sessions/"+url.PathEscape(fork.ID), http.StatusSeeOther)
+}
+
+// sessionRewind takes the session back to an event.
+func (c *Console) sessionRewind(w http.ResponseWriter, r *http.Request, u *user) {
+	id := r.PathValue("id")
+	ev := strings.TrimSpace(r.PostFormValue("event_id"))
+	if ev == "" {
+		c.fail(w, r, u, http.StatusBadRequest, "Name the event to rewind to.")
+		return
+	}
+	if err := c.call(r.Context(), u, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/rewind", nil, map[string]any{"event_id": ev}, nil); err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	http.Redirect(w, r, Prefix+"/sessions/"+url.PathEscape(id), http.StatusSeeOther)
 }
 
 // sessionJSON is the part of the API's session the console shows.
