@@ -7,11 +7,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,32 +18,9 @@ import (
 	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
-var (
-	counterOnce sync.Once
-	counterApp  string
-	counterErr  error
-)
-
-// counterAppDir builds the test counter server into an app_dir once.
+// counterAppDir is an app_dir holding the test counter server.
 func counterAppDir(t *testing.T) string {
-	t.Helper()
-	counterOnce.Do(func() {
-		dir, err := testenv.ProcessTempDir("akapp")
-		if err != nil {
-			counterErr = err
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "counter"), "github.com/agentkernel/agentkernel/internal/object/testdata/counter")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			counterErr = errors.New(string(b))
-		}
-		counterApp = dir
-	})
-	if counterErr != nil {
-		t.Fatal(counterErr)
-	}
-	return counterApp
+	return filepath.Dir(testenv.StaticBinary(t, "github.com/agentkernel/agentkernel/internal/object/testdata/counter"))
 }
 
 // objectDaemon starts a daemon with counter classes and small limits, and

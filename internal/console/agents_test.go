@@ -40,14 +40,9 @@ func TestBrowserAgentsAndEnvironments(t *testing.T) {
 	p.run("environment", chromedp.Click(`a[href="/console/environments/`+env.ID+`"]`), chromedp.WaitVisible(`a[href="/console/sessions/`+s.ID+`"]`))
 	p.check("environment")
 
-	var tenant struct{ ID string }
-	apiJSON(t, d, d.AdminKey, "POST", "/v1/tenants", map[string]any{"name": "other"}, &tenant)
-	var key struct {
-		Secret string `json:"secret"`
-	}
-	apiJSON(t, d, d.AdminKey, "POST", "/v1/keys", map[string]any{"name": "other", "tenant_id": tenant.ID}, &key)
+	key := otherTenantKey(t, d)
 	o := newBrowser(t, d)
-	o.login(key.Secret)
+	o.login(key)
 	for _, path := range []string{"/console/agents/" + agent.ID, "/console/environments/" + env.ID} {
 		if resp, _ := o.do(http.MethodGet, path, nil, nil); resp.StatusCode != http.StatusNotFound {
 			t.Fatalf("another tenant's %s: %d", path, resp.StatusCode)

@@ -108,6 +108,18 @@ func (b *browser) csrf(path string) string {
 	return m[1]
 }
 
+// otherTenantKey makes a second tenant and returns a key of it.
+func otherTenantKey(t *testing.T, d *daemontest.Daemon) string {
+	t.Helper()
+	var tenant struct{ ID string }
+	apiJSON(t, d, d.AdminKey, "POST", "/v1/tenants", map[string]any{"name": "other"}, &tenant)
+	var key struct {
+		Secret string `json:"secret"`
+	}
+	apiJSON(t, d, d.AdminKey, "POST", "/v1/keys", map[string]any{"name": "other", "tenant_id": tenant.ID}, &key)
+	return key.Secret
+}
+
 // newSession makes an agent, an environment and a session with key.
 func newSession(t *testing.T, d *daemontest.Daemon, key string) string {
 	t.Helper()
@@ -239,14 +251,9 @@ func TestPostsNeedTheCSRFTokenAndTheSameOrigin(t *testing.T) {
 func TestAnotherTenantsSessionIsNotFound(t *testing.T) {
 	d := daemontest.Start(t)
 	sid := newSession(t, d, d.AdminKey)
-	var tenant struct{ ID string }
-	apiJSON(t, d, d.AdminKey, "POST", "/v1/tenants", map[string]any{"name": "other"}, &tenant)
-	var key struct {
-		Secret string `json:"secret"`
-	}
-	apiJSON(t, d, d.AdminKey, "POST", "/v1/keys", map[string]any{"name": "other", "tenant_id": tenant.ID}, &key)
+	key := otherTenantKey(t, d)
 	b := newBrowser(t, d)
-	b.login(key.Secret)
+	b.login(key)
 	resp, body := b.do(http.MethodGet, "/console/sessions/"+sid, nil, nil)
 	if resp.StatusCode != http.StatusNotFound || strings.Contains(body, sid+"/message") {
 		t.Fatalf("another tenant's session: %d\n%s", resp.StatusCode, body)

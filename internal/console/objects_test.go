@@ -2,11 +2,8 @@ package console_test
 
 import (
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,30 +14,9 @@ import (
 	"github.com/agentkernel/agentkernel/internal/testenv"
 )
 
-var (
-	counterOnce sync.Once
-	counterDir  string
-	counterErr  error
-)
-
-// counterApp builds the test counter object server into an app dir once.
+// counterApp is an app dir holding the test counter object server.
 func counterApp(t *testing.T) string {
-	t.Helper()
-	counterOnce.Do(func() {
-		counterDir, counterErr = testenv.ProcessTempDir("akconsoleapp")
-		if counterErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(counterDir, "counter"), "github.com/agentkernel/agentkernel/internal/object/testdata/counter")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			counterErr = &exec.ExitError{Stderr: b}
-		}
-	})
-	if counterErr != nil {
-		t.Fatal(counterErr)
-	}
-	return counterDir
+	return filepath.Dir(testenv.StaticBinary(t, "github.com/agentkernel/agentkernel/internal/object/testdata/counter"))
 }
 
 // TestBrowserObjects: the objects page lists the class and the object; the
@@ -93,14 +69,9 @@ func TestBrowserObjects(t *testing.T) {
 	}
 	p.check("audit")
 
-	var tenant struct{ ID string }
-	apiJSON(t, d, d.AdminKey, "POST", "/v1/tenants", map[string]any{"name": "other"}, &tenant)
-	var key struct {
-		Secret string `json:"secret"`
-	}
-	apiJSON(t, d, d.AdminKey, "POST", "/v1/keys", map[string]any{"name": "other", "tenant_id": tenant.ID}, &key)
+	key := otherTenantKey(t, d)
 	o := newBrowser(t, d)
-	o.login(key.Secret)
+	o.login(key)
 	if resp, _ := o.do(http.MethodGet, "/console/objects/wcounter/c1", nil, nil); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("another tenant's object: %d", resp.StatusCode)
 	}

@@ -47,14 +47,9 @@ func TestSandboxPagesRefuse(t *testing.T) {
 	}
 
 	// Another tenant sees nothing of it.
-	var tenant struct{ ID string }
-	apiJSON(t, d, d.AdminKey, "POST", "/v1/tenants", map[string]any{"name": "other"}, &tenant)
-	var key struct {
-		Secret string `json:"secret"`
-	}
-	apiJSON(t, d, d.AdminKey, "POST", "/v1/keys", map[string]any{"name": "other", "tenant_id": tenant.ID}, &key)
+	key := otherTenantKey(t, d)
 	o := newBrowser(t, d)
-	o.login(key.Secret)
+	o.login(key)
 	for _, path := range []string{"/console/sandboxes/" + sb.ID, "/console/sandboxes/" + sb.ID + "/files/workspace"} {
 		if resp, _ := o.do(http.MethodGet, path, nil, nil); resp.StatusCode != http.StatusNotFound {
 			t.Fatalf("another tenant's %s: %d", path, resp.StatusCode)
