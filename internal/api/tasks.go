@@ -65,11 +65,23 @@ func (m *monitorAPI) createTask(w http.ResponseWriter, r *http.Request) {
 
 func (m *monitorAPI) listTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if err := checkQuery(q, "ticket_id", "sandbox_id", "status", "kind"); err != nil {
+	if err := checkQuery(q, "ticket_id", "sandbox_id", "status", "kind", "after", "limit"); err != nil {
 		m.s.writeError(w, r, err)
 		return
 	}
-	p := store.ListTasksParams{TenantID: PrincipalFrom(r.Context()).TenantID, TicketID: q.Get("ticket_id"), SandboxID: q.Get("sandbox_id")}
+	p := store.ListTasksParams{TenantID: PrincipalFrom(r.Context()).TenantID, TicketID: q.Get("ticket_id"), SandboxID: q.Get("sandbox_id"),
+		AfterID: q.Get("after")}
+	// Oldest first; every task unless a limit pages them (has_more says
+	// whether more follow the last one).
+	limit := 0
+	if q.Get("limit") != "" {
+		n, err := queryLimit(q, 0, 1000)
+		if err != nil {
+			m.s.writeError(w, r, err)
+			return
+		}
+		limit, p.Limit = n, n+1
+	}
 	if st := q.Get("status"); st != "" {
 		if !store.TaskStatus(st).Valid() {
 			m.s.writeError(w, r, BadRequest("query parameter \"status\": %q is not a task status (pending, claiming, assigned, running, completed, failed, cancelled)", st))
@@ -90,6 +102,9 @@ func (m *monitorAPI) listTasks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := listJSON[taskJSON]{Data: make([]taskJSON, 0, len(ts))}
+	if limit > 0 && len(ts) > limit {
+		ts, out.HasMore = ts[:limit], true
+	}
 	for _, t := range ts {
 		out.Data = append(out.Data, toTaskJSON(t))
 	}
