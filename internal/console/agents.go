@@ -34,6 +34,40 @@ type agentJSON struct {
 		ID string `json:"id"`
 	} `json:"model"`
 	System string `json:"system"`
+	// The configuration the agent's page shows part by part.
+	Tools             json.RawMessage   `json:"tools"`
+	MCPServers        json.RawMessage   `json:"mcp_servers"`
+	Skills            json.RawMessage   `json:"skills"`
+	Multiagent        json.RawMessage   `json:"multiagent"`
+	Metadata          map[string]string `json:"metadata"`
+	ExecutionIdentity json.RawMessage   `json:"execution_identity"`
+}
+
+// configPart is a part of an agent's configuration, pretty, with how many
+// entries it has (-1: not a list).
+type configPart struct {
+	Label, JSON string
+	Count       int
+	// Unset: the API says null or an empty list.
+	Unset bool
+}
+
+// Parts are the agent's tools, MCP servers, skills and multiagent roster.
+func (a agentJSON) Parts() []configPart {
+	var parts []configPart
+	for _, p := range []struct {
+		label string
+		raw   json.RawMessage
+	}{{"Tools", a.Tools}, {"MCP servers", a.MCPServers}, {"Skills", a.Skills}, {"Multiagent roster", a.Multiagent}, {"Execution identity", a.ExecutionIdentity}} {
+		cp := configPart{Label: p.label, JSON: pretty(p.raw), Count: -1}
+		var list []json.RawMessage
+		if json.Unmarshal(p.raw, &list) == nil && list != nil {
+			cp.Count = len(list)
+		}
+		cp.Unset = len(p.raw) == 0 || string(p.raw) == "null" || cp.Count == 0
+		parts = append(parts, cp)
+	}
+	return parts
 }
 
 // sessionsOf lists the newest sessions matching q (at most 50).
@@ -63,21 +97,34 @@ func (c *Console) agentList(w http.ResponseWriter, r *http.Request, u *user) {
 	c.render(w, r, u, http.StatusOK, "agents", map[string]any{"Agents": list.Data, "Archived": archived})
 }
 
+// agentVersionsShown bounds the versions an agent's page lists.
+const agentVersionsShown = 100
+
 func (c *Console) agentPage(w http.ResponseWriter, r *http.Request, u *user) {
 	id := r.PathValue("id")
+	// ?version=N shows that version's configuration (the API checks N).
+	var q url.Values
+	if v := r.URL.Query().Get("version"); v != "" {
+		q = url.Values{"version": {v}}
+	}
 	var raw json.RawMessage
-	if err := c.call(r.Context(), u, http.MethodGet, "/v1/agents/"+url.PathEscape(id), nil, nil, &raw); err != nil {
+	if err := c.call(r.Context(), u, http.MethodGet, "/v1/agents/"+url.PathEscape(id), q, nil, &raw); err != nil {
 		c.failAPI(w, r, u, err)
 		return
 	}
 	var a agentJSON
 	_ = json.Unmarshal(raw, &a)
 	var versions struct {
-		Data []agentJSON `json:"data"`
+		Data     []agentJSON `json:"data"`
+		NextPage string      `json:"next_page"`
 	}
-	if err := c.call(r.Context(), u, http.MethodGet, "/v1/agents/"+url.PathEscape(id)+"/versions", url.Values{"limit": {"100"}}, nil, &versions); err != nil {
+	if err := c.call(r.Context(), u, http.MethodGet, "/v1/agents/"+url.PathEscape(id)+"/versions", url.Values{"limit": {fmt.Sprint(agentVersionsShown)}}, nil, &versions); err != nil {
 		c.failAPI(w, r, u, err)
 		return
+	}
+	latest := a.Version
+	if len(versions.Data) > 0 {
+		latest = versions.Data[0].Version
 	}
 	sessions, more, err := c.sessionsOf(r, u, url.Values{"agent_id": {id}, "include_archived": {"true"}})
 	if err != nil {
@@ -85,7 +132,8 @@ func (c *Console) agentPage(w http.ResponseWriter, r *http.Request, u *user) {
 		return
 	}
 	c.render(w, r, u, http.StatusOK, "agent", map[string]any{
-		"Agent": a, "Doc": pretty(raw), "Versions": versions.Data, "Sessions": sessions, "More": more,
+		"Agent": a, "Doc": pretty(raw), "Versions": versions.Data, "MoreVersions": versions.NextPage != "",
+		"Shown": agentVersionsShown, "Latest": latest, "Sessions": sessions, "More": more,
 	})
 }
 
