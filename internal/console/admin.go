@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// Keys (any key sees its tenant's; creating and revoking take an admin
-// key, as the API says) and tenants (admin keys only).
+// Keys (any key sees its tenant's; an admin key makes and revokes any, a
+// tenant key its tenant's environment keys, as the API says) and tenants
+// (admin keys only).
 
 func (c *Console) registerAdmin() {
 	c.addNav(navItem{Label: "Keys", Path: Prefix + "/keys"})

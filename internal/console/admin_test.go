@@ -82,3 +82,92 @@ func TestKeysAndTenants(t *testing.T) {
 	p.run("tenants", chromedp.Navigate(d.URL+"/console/tenants"), chromedp.WaitVisible("#t-name"))
 	p.check("tenants")
 }
+
+// TestTenantKeyManagesItsEnvironmentKeys: a tenant key makes an
+// environment key for its self_hosted environment through the console
+// (the secret shown once) and revokes it, as the API allows it; it is
+// offered no revoke of tenant keys or of the key it logged in with. A
+// revoke without the CSRF token is a 403 that changes nothing.
+func TestTenantKeyManagesItsEnvironmentKeys(t *testing.T) {
+	d := daemontest.Start(t)
+	var tenant, loginKey struct{ ID, Secret string }
+	apiJSON(t, d, d.AdminKey, "POST", "/v1/tenants", map[string]any{"name": "acme"}, &tenant)
+	apiJSON(t, d, d.AdminKey, "POST", "/v1/keys", map[string]any{"name": "acme-login", "tenant_id": tenant.ID}, &loginKey)
+	var sibling struct{ ID string }
+	apiJSON(t, d, d.AdminKey, "POST", "/v1/keys", map[string]any{"name": "acme-ci", "tenant_id": tenant.ID}, &sibling)
+	var env struct{ ID string }
+	apiJSON(t, d, loginKey.Secret, "POST", "/v1/environments", map[string]any{"name": "workers", "config": map[string]any{"type": "self_hosted"}}, &env)
+
+	b := newBrowser(t, d)
+	b.login(loginKey.Secret)
+	tok := b.csrf("/console/keys")
+	resp, body := b.do(http.MethodPost, "/console/keys", url.Values{"csrf": {tok}, "name": {"worker"}, "environment_id": {env.ID}}, nil)
+	sm := secretShown.FindStringSubmatch(body)
+	if resp.StatusCode != http.StatusOK || sm == nil {
+		t.Fatalf("make an environment key: %d\n%s", resp.StatusCode, body)
+	}
+	secret := sm[1]
+	var keys struct {
+		Data []struct {
+			ID, Name  string
+			RevokedAt *string `json:"revoked_at"`
+		}
+	}
+	workerID := func() string {
+		apiJSON(t, d, loginKey.Secret, "GET", "/v1/keys", nil, &keys)
+		for _, k := range keys.Data {
+			if k.Name == "worker" {
+				return k.ID
+			}
+		}
+		t.Fatal("the environment key is not listed by the API")
+		return ""
+	}
+	id := workerID()
+	_, body = b.do(http.MethodGet, "/console/keys", nil, nil)
+	if strings.Contains(body, secret) {
+		t.Fatal("the keys page shows the secret again")
+	}
+	for _, k := range []struct {
+		id     string
+		revoke bool
+	}{{id, true}, {sibling.ID, false}, {loginKey.ID, false}} {
+		if got := strings.Contains(body, `action="/console/keys/`+k.id+`/revoke"`); got != k.revoke {
+			t.Errorf("key %s: revoke offered %v, want %v", k.id, got, k.revoke)
+		}
+	}
+	if !strings.Contains(body, "active · this login") {
+		t.Error("the login key is not marked")
+	}
+	if t.Failed() {
+		t.Fatal(body)
+	}
+
+	// Without the token: refused, and the key still works.
+	if resp, _ := b.do(http.MethodPost, "/console/keys/"+id+"/revoke", url.Values{}, nil); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a revoke without its token: %d", resp.StatusCode)
+	}
+	if resp, _ := b.do(http.MethodPost, "/console/keys/"+id+"/revoke", url.Values{"csrf": {strings.Repeat("0", len(tok))}}, nil); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a revoke with a wrong token: %d", resp.StatusCode)
+	}
+	workerID()
+	for _, k := range keys.Data {
+		if k.ID == id && k.RevokedAt != nil {
+			t.Fatal("a refused revoke revoked the key")
+		}
+	}
+	if resp, body := b.do(http.MethodPost, "/console/keys/"+id+"/revoke", url.Values{"csrf": {tok}}, nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("revoke: %d\n%s", resp.StatusCode, body)
+	}
+	workerID()
+	for _, k := range keys.Data {
+		if k.ID == id && k.RevokedAt == nil {
+			t.Fatal("the revoke did not revoke the key")
+		}
+	}
+	// A tenant key's revoke of a tenant key is the API's 403, shown.
+	if resp, body := b.do(http.MethodPost, "/console/keys/"+sibling.ID+"/revoke", url.Values{"csrf": {tok}}, nil); resp.StatusCode != http.StatusForbidden ||
+		!strings.Contains(body, "environment keys only") {
+		t.Fatalf("a tenant key revoking a tenant key: %d\n%s", resp.StatusCode, body)
+	}
+}
