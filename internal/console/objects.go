@@ -47,6 +47,13 @@ type auditRecord struct {
 type storageEntry struct {
 	Key, Value string
 	Fold       bool
+	// Size is the value's size as stored (compact JSON).
+	Size int
+}
+
+// Head is the folded view of a long value: its first lines.
+func (e storageEntry) Head() string {
+	return eventView{Text: e.Value}.FirstLines()
 }
 
 func (c *Console) objectList(w http.ResponseWriter, r *http.Request, u *user) {
@@ -113,7 +120,7 @@ func (c *Console) objectPage(w http.ResponseWriter, r *http.Request, u *user) {
 	var storage []storageEntry
 	for k, v := range o.Storage {
 		p := pretty(v)
-		storage = append(storage, storageEntry{Key: k, Value: p, Fold: strings.Count(p, "\n") >= foldOver || len(p) > 4096})
+		storage = append(storage, storageEntry{Key: k, Value: p, Fold: strings.Count(p, "\n") >= foldOver || len(p) > 4096, Size: len(v)})
 	}
 	slices.SortFunc(storage, func(a, b storageEntry) int { return strings.Compare(a.Key, b.Key) })
 	var alarms struct {
@@ -132,13 +139,15 @@ func (c *Console) objectPage(w http.ResponseWriter, r *http.Request, u *user) {
 		return
 	}
 	var audit struct {
-		Data []auditRecord `json:"data"`
+		Data    []auditRecord `json:"data"`
+		HasMore bool          `json:"has_more"`
 	}
 	if err := c.call(r.Context(), u, http.MethodGet, "/v1/audit", url.Values{"subject": {class + "/" + id}, "limit": {"50"}}, nil, &audit); err != nil {
 		c.failAPI(w, r, u, err)
 		return
 	}
-	c.render(w, r, u, http.StatusOK, "object", map[string]any{"Object": o, "Storage": storage, "Alarms": alarms.Data, "Audit": audit.Data})
+	c.render(w, r, u, http.StatusOK, "object", map[string]any{"Object": o, "Storage": storage, "Alarms": alarms.Data,
+		"Audit": audit.Data, "MoreAudit": audit.HasMore})
 }
 
 func (c *Console) auditLog(w http.ResponseWriter, r *http.Request, u *user) {

@@ -79,3 +79,76 @@ func TestBrowserObjects(t *testing.T) {
 		t.Fatal("another tenant's object is listed")
 	}
 }
+
+// TestObjectStorageViewer: an object's page shows each storage key with
+// its value as pretty JSON, escaped; a long value is folded to its first
+// lines with the whole value behind; the page lists the object's audit
+// records and the audit log says its order. Another tenant gets Not found
+// for the object and its page, and no list shows it.
+func TestObjectStorageViewer(t *testing.T) {
+	app := counterApp(t)
+	d := daemontest.Start(t, func(c *config.Config) {
+		c.Objects = []config.ObjectClassConfig{{Class: "wcounter", InitCommand: []string{"/app/counter"}, AppDir: app, StorageMode: "write-through"}}
+		c.DurableObjects.AppRoots = []string{app}
+	})
+	t.Cleanup(func() {
+		req, _ := http.NewRequest(http.MethodDelete, d.URL+"/v1/objects/wcounter/s1", nil)
+		req.Header.Set("x-api-key", d.AdminKey)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	})
+	var rows []map[string]any
+	for i := range 30 {
+		rows = append(rows, map[string]any{"row": i})
+	}
+	put := func(key string, value any) {
+		apiJSON(t, d, d.AdminKey, "POST", "/v1/objects/wcounter/s1/call", map[string]any{"method": "put", "args": map[string]any{"key": key, "value": value}}, nil)
+	}
+	put("short", map[string]any{"a": 1})
+	put("rows", rows)
+	put("html", "<script>alert(1)</script>")
+
+	b := newBrowser(t, d)
+	b.login(d.AdminKey)
+	resp, body := b.do(http.MethodGet, "/console/objects/wcounter/s1", nil, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("object page: %d\n%s", resp.StatusCode, body)
+	}
+	for _, want := range []string{
+		// Short: shown whole, pretty.
+		"<td class=\"mono\">short</td><td><pre>{\n  &#34;a&#34;: 1\n}</pre></td>",
+		// Long: folded to its first lines, all 92 behind.
+		"<td class=\"mono\">rows</td><td><details class=\"fold\"><summary><code class=\"head\">[\n  {\n    &#34;row&#34;: 0\n  },",
+		"show all 92 lines (321 bytes)",
+		"    &#34;row&#34;: 29\n  }\n]</pre></details>",
+		// Escaped, never markup.
+		"&#34;\\u003cscript\\u003ealert(1)\\u003c/script\\u003e&#34;",
+		"ObjectCreated",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the object page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "<script>alert") {
+		t.Error("a value is not escaped")
+	}
+	if t.Failed() {
+		t.Fatal(body)
+	}
+	_, body = b.do(http.MethodGet, "/console/audit?subject=wcounter/s1", nil, nil)
+	if !strings.Contains(body, "Oldest first") || !strings.Contains(body, "ObjectCreated") {
+		t.Fatalf("audit log:\n%s", body)
+	}
+
+	o := newBrowser(t, d)
+	o.login(otherTenantKey(t, d))
+	if resp, body := o.do(http.MethodGet, "/console/objects/wcounter/s1", nil, nil); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "row") {
+		t.Fatalf("another tenant's object: %d", resp.StatusCode)
+	}
+	for _, path := range []string{"/console/objects", "/console/audit", "/console/audit?subject=wcounter/s1"} {
+		if _, body := o.do(http.MethodGet, path, nil, nil); strings.Contains(body, "wcounter/s1</") || strings.Contains(body, "ObjectCreated") {
+			t.Fatalf("another tenant sees the object on %s", path)
+		}
+	}
+}
