@@ -33,8 +33,14 @@ type Sandbox struct {
 	CreatedAt      time.Time         `json:"created_at"`
 	UpdatedAt      time.Time         `json:"updated_at"`
 	LastActivityAt time.Time         `json:"last_activity_at"`
-	StartedAt      *time.Time        `json:"started_at,omitempty"`
-	DestroyedAt    *time.Time        `json:"destroyed_at,omitempty"`
+	// StartedAt, WarmedAt and StoppingAt are when the running instance
+	// started (cold → warming), finished its warm-up (→ active) and began
+	// to stop (→ stopping); nil when the instance is not there or has not
+	// got that far.
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	WarmedAt    *time.Time `json:"warmed_at,omitempty"`
+	StoppingAt  *time.Time `json:"stopping_at,omitempty"`
+	DestroyedAt *time.Time `json:"destroyed_at,omitempty"`
 	// Runtime is the driver's view of the running instance (Get only).
 	Runtime *SandboxRuntime `json:"runtime,omitempty"`
 }

@@ -34,6 +34,12 @@ func TestSandboxRoundTripThroughSDK(t *testing.T) {
 	if sb.State != "active" || sb.Driver != "process" || !strings.HasPrefix(sb.ID, "sbx_") {
 		t.Fatalf("created: %+v", sb)
 	}
+	// The instance's transitions are dated: started (warming), warmed
+	// (active); no stop began.
+	if sb.StartedAt == nil || sb.WarmedAt == nil || sb.WarmedAt.Before(*sb.StartedAt) || sb.StoppingAt != nil {
+		t.Fatalf("created: started_at %v, warmed_at %v, stopping_at %v", sb.StartedAt, sb.WarmedAt, sb.StoppingAt)
+	}
+	firstWarm := *sb.WarmedAt
 	res, err := c.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Command: "echo hello > greeting && cat greeting && echo oops >&2; exit 3"})
 	if err != nil || res.ExitCode != 3 || res.Stdout != "hello\n" || res.Stderr != "oops\n" {
 		t.Fatalf("exec: %+v %v", res, err)
@@ -44,11 +50,13 @@ func TestSandboxRoundTripThroughSDK(t *testing.T) {
 	if _, err := c.Sandboxes.Stop(ctx, sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := c.Sandboxes.Get(ctx, sb.ID); got.State != "cold" {
-		t.Fatalf("after stop: %s", got.State)
+	if got, _ := c.Sandboxes.Get(ctx, sb.ID); got.State != "cold" || got.StartedAt != nil || got.WarmedAt != nil || got.StoppingAt != nil {
+		t.Fatalf("after stop: %s, started_at %v, warmed_at %v, stopping_at %v", got.State, got.StartedAt, got.WarmedAt, got.StoppingAt)
 	}
 	if got, err := c.Sandboxes.Start(ctx, sb.ID); err != nil || got.State != "active" {
 		t.Fatalf("start: %+v %v", got, err)
+	} else if got.StartedAt == nil || got.WarmedAt == nil || got.StartedAt.Before(firstWarm) || got.WarmedAt.Before(*got.StartedAt) {
+		t.Fatalf("after start: started_at %v, warmed_at %v (the first warm-up: %v)", got.StartedAt, got.WarmedAt, firstWarm)
 	}
 	res, err = c.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Argv: []string{"cat", "/workspace/greeting"}})
 	if err != nil || res.Stdout != "hello\n" {

@@ -28,8 +28,14 @@ type sandboxJSON struct {
 	CreatedAt      time.Time         `json:"created_at"`
 	UpdatedAt      time.Time         `json:"updated_at"`
 	LastActivityAt time.Time         `json:"last_activity_at"`
-	StartedAt      *time.Time        `json:"started_at,omitempty"`
-	DestroyedAt    *time.Time        `json:"destroyed_at,omitempty"`
+	// StartedAt, WarmedAt and StoppingAt are when the running instance
+	// started (cold → warming), finished its warm-up (→ active) and began
+	// to stop (→ stopping): the facts the state is derived from, cleared
+	// when the instance is gone.
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	WarmedAt    *time.Time `json:"warmed_at,omitempty"`
+	StoppingAt  *time.Time `json:"stopping_at,omitempty"`
+	DestroyedAt *time.Time `json:"destroyed_at,omitempty"`
 	// Runtime is the driver's view of a running instance (GET only).
 	Runtime *runtimeJSON `json:"runtime,omitempty"`
 }
@@ -59,7 +65,7 @@ func toSandboxJSON(in *sandbox.Info) sandboxJSON {
 		Network: in.Network, Limits: lim, SleepAfter: in.SleepAfter.String(), Metadata: md,
 		Environment: in.Environment, SessionKey: in.SessionKey, Generation: in.Generation,
 		CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, LastActivityAt: in.LastActivityAt,
-		StartedAt: in.StartedAt, DestroyedAt: in.DestroyedAt,
+		StartedAt: in.StartedAt, WarmedAt: in.WarmedAt, StoppingAt: in.StoppingAt, DestroyedAt: in.DestroyedAt,
 	}
 }
 
