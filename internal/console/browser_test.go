@@ -341,12 +341,22 @@ func TestBrowserSandbox(t *testing.T) {
 	}
 	p.check("sandbox-exec")
 
-	p.run("open the file", chromedp.Navigate(d.URL+"/console/sandboxes/"+sb.ID), chromedp.WaitVisible(`a[href$="/files/workspace/hello.txt"]`),
-		chromedp.Click(`a[href$="/files/workspace/hello.txt"]`), chromedp.WaitVisible("pre.file"))
+	p.run("open the file", chromedp.Navigate(d.URL+"/console/sandboxes/"+sb.ID), chromedp.WaitVisible(`a[data-path="/workspace/hello.txt"]`),
+		chromedp.Click(`a[data-path="/workspace/hello.txt"]`), chromedp.WaitVisible("pre.file"))
 	if text := eval[string](p, "file", `document.querySelector("pre.file").textContent`); text != "hello from the workspace\n" {
 		t.Fatalf("file shown: %q", text)
 	}
 	p.check("sandbox-file")
+
+	// Destroy, confirmed on its own page.
+	p.run("ask to destroy", chromedp.Navigate(d.URL+"/console/sandboxes/"+sb.ID), chromedp.WaitVisible(`a[href$="/destroy"]`),
+		chromedp.Click(`a[href$="/destroy"]`), chromedp.WaitVisible(`form[action$="/destroy"] button`))
+	p.check("sandbox-destroy")
+	p.run("destroy", chromedp.Click(`form[action$="/destroy"] button`), chromedp.WaitVisible("#state"))
+	if lit := eval[string](p, "state machine", `document.querySelector(".m-current text").textContent`); lit != "destroyed" {
+		t.Fatalf("after destroy the state machine lights %q", lit)
+	}
+	p.check("sandbox-destroyed")
 }
 
 // putFile writes a file of the sandbox's workspace through the API.

@@ -2,7 +2,10 @@ package console
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"mime"
 	"net/http"
 	"net/url"
 	"path"
@@ -12,8 +15,9 @@ import (
 	"unicode/utf8"
 )
 
-// Sandboxes: the list, and a sandbox's page with its state, limits,
-// backups, a file browser of /workspace and an exec box.
+// Sandboxes: the list, and a sandbox's page with its state and the times
+// of its transitions, limits, backups, a file browser of /workspace and an
+// exec box.
 
 // maxShownFile: a text file larger than this is offered for download, not
 // shown.
@@ -23,12 +27,17 @@ func (c *Console) registerSandboxes() {
 	c.addNav(navItem{Label: "Sandboxes", Path: Prefix + "/sandboxes"})
 	c.mux.HandleFunc("GET "+Prefix+"/sandboxes", c.authed(c.sandboxList))
 	c.mux.HandleFunc("GET "+Prefix+"/sandboxes/{id}", c.authed(c.sandboxPage))
-	c.mux.HandleFunc("GET "+Prefix+"/sandboxes/{id}/files/{path...}", c.authed(c.sandboxFile))
-	c.mux.HandleFunc("GET "+Prefix+"/sandboxes/{id}/download/{path...}", c.authed(c.sandboxDownload))
+	// The file's path is a query parameter, sent to the API as it was
+	// typed: a path in the URL's path would be cleaned ("a/../b" → "b") by
+	// the router, or by the browser, before the API could refuse it.
+	c.mux.HandleFunc("GET "+Prefix+"/sandboxes/{id}/files", c.authed(c.sandboxFile))
+	c.mux.HandleFunc("GET "+Prefix+"/sandboxes/{id}/download", c.authed(c.sandboxDownload))
 	c.mux.HandleFunc("POST "+Prefix+"/sandboxes/{id}/exec", c.authed(c.sandboxExec))
 	for _, action := range []string{"stop", "start", "snapshot"} {
 		c.mux.HandleFunc("POST "+Prefix+"/sandboxes/{id}/"+action, c.authed(c.sandboxAction(action)))
 	}
+	c.mux.HandleFunc("GET "+Prefix+"/sandboxes/{id}/destroy", c.authed(c.sandboxDestroyPage))
+	c.mux.HandleFunc("POST "+Prefix+"/sandboxes/{id}/destroy", c.authed(c.sandboxDestroy))
 }
 
 // sandboxJSON is the part of the API's sandbox the console shows.
@@ -44,14 +53,41 @@ type sandboxJSON struct {
 	SessionKey     string            `json:"session_key"`
 	Generation     int64             `json:"generation"`
 	CreatedAt      time.Time         `json:"created_at"`
+	UpdatedAt      time.Time         `json:"updated_at"`
 	LastActivityAt time.Time         `json:"last_activity_at"`
 	StartedAt      *time.Time        `json:"started_at"`
+	WarmedAt       *time.Time        `json:"warmed_at"`
+	StoppingAt     *time.Time        `json:"stopping_at"`
+	DestroyedAt    *time.Time        `json:"destroyed_at"`
 	Runtime        *struct {
 		Running       bool                      `json:"running"`
 		LimitsApplied string                    `json:"limits_applied"`
 		Enforcement   map[string]map[string]any `json:"enforcement"`
 	} `json:"runtime"`
 }
+
+// MetaSummary is the sandbox's metadata on one line: the first keys in
+// order, long values cut.
+func (s sandboxJSON) MetaSummary() string {
+	const shown = 3
+	keys := slices.Sorted(maps.Keys(s.Metadata))
+	var parts []string
+	for i, k := range keys {
+		if i == shown {
+			parts = append(parts, fmt.Sprintf("+%d more", len(keys)-shown))
+			break
+		}
+		v := s.Metadata[k]
+		if utf8.RuneCountInString(v) > 40 {
+			v = string([]rune(v)[:40]) + "…"
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// MetaKeys are the metadata's keys in order.
+func (s sandboxJSON) MetaKeys() []string { return slices.Sorted(maps.Keys(s.Metadata)) }
 
 // sandboxStates are the states the list filters by, in the order of the
 // state machine.
@@ -80,9 +116,22 @@ type fileJSON struct {
 	Name      string    `json:"name"`
 	Path      string    `json:"path"`
 	Size      int64     `json:"size"`
+	Mode      uint32    `json:"mode"`
 	IsDir     bool      `json:"is_dir"`
 	IsSymlink bool      `json:"is_symlink"`
 	ModTime   time.Time `json:"mod_time"`
+}
+
+// Perm is the entry's permission bits as ls shows them.
+func (f fileJSON) Perm() string {
+	const rwx = "rwxrwxrwx"
+	b := []byte("---------")
+	for i := range 9 {
+		if f.Mode&(1<<(8-i)) != 0 {
+			b[i] = rwx[i]
+		}
+	}
+	return string(b)
 }
 
 func (c *Console) sandboxPage(w http.ResponseWriter, r *http.Request, u *user) {
@@ -98,6 +147,7 @@ func (c *Console) sandboxPage(w http.ResponseWriter, r *http.Request, u *user) {
 			Size       int64     `json:"size"`
 			Generation int64     `json:"generation"`
 			CreatedAt  time.Time `json:"created_at"`
+			ExpiresAt  time.Time `json:"expires_at"`
 		} `json:"data"`
 	}
 	backupErr := ""
@@ -107,10 +157,10 @@ func (c *Console) sandboxPage(w http.ResponseWriter, r *http.Request, u *user) {
 	// The workspace's top level, when the sandbox runs (listing a cold
 	// one would wake it).
 	var files []fileJSON
-	filesNote := "The sandbox is not running: start it to browse its files."
+	filesNote := "The sandbox is not running: start it to browse its files (reading a file wakes it)."
 	if sb.State == "active" {
 		filesNote = ""
-		if err := c.call(r.Context(), u, http.MethodGet, "/v1/sandboxes/"+url.PathEscape(id)+"/files/"+apiPath("/workspace"), nil, nil, &struct {
+		if err := c.call(r.Context(), u, http.MethodGet, "/v1/sandboxes/"+url.PathEscape(id)+"/files/"+apiFilePath("/workspace"), nil, nil, &struct {
 			Data *[]fileJSON `json:"data"`
 		}{&files}); err != nil {
 			filesNote = errorText(err)
@@ -118,32 +168,60 @@ func (c *Console) sandboxPage(w http.ResponseWriter, r *http.Request, u *user) {
 	}
 	c.render(w, r, u, http.StatusOK, "sandbox", map[string]any{
 		"Sandbox": sb, "Backups": backups.Data, "BackupError": backupErr, "Files": files, "FilesNote": filesNote,
-		"Dir": "/workspace", "Machine": stateMachine(sb.State), "Limits": limitRows(sb),
+		"Machine": stateMachine(sb.State), "Limits": limitRows(sb), "Transitions": transitions(sb, time.Now()),
 	})
 }
 
-// apiPath is an absolute sandbox file path as the API's route takes it:
-// the leading slash encoded (a path without one is relative to
-// /workspace), each segment escaped, so a slash stays a separator and
-// nothing else does.
-func apiPath(p string) string {
-	segs := strings.Split(strings.Trim(p, "/"), "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
+// apiFilePath is a sandbox file path as the API's files route takes it:
+// escaped whole, its slashes too (%2F), so the path reaches the API as it
+// was written — a leading slash names an absolute path, none a path in
+// /workspace — and the API alone decides what it accepts: no router
+// cleans a ".." out of it on the way.
+func apiFilePath(p string) string { return url.PathEscape(p) }
+
+// filePath is the path a file page asks for: the path query parameter as
+// written, /workspace when there is none.
+func filePath(r *http.Request) string {
+	if p := r.URL.Query().Get("path"); p != "" {
+		return p
 	}
-	return "%2F" + strings.Join(segs, "/")
+	return "/workspace"
 }
 
-// sandboxFile shows a directory of the sandbox or a file's text.
+// sandboxFile shows a directory of the sandbox or a file's text; a path
+// the API refuses shows its refusal.
 func (c *Console) sandboxFile(w http.ResponseWriter, r *http.Request, u *user) {
 	id := r.PathValue("id")
-	p := "/" + strings.Trim(r.PathValue("path"), "/")
-	rec, err := c.raw(r.Context(), u, http.MethodGet, "/v1/sandboxes/"+url.PathEscape(id)+"/files/"+apiPath(p), nil, nil)
-	if err != nil {
+	p := filePath(r)
+	// The sandbox first: another tenant's, or an unknown one, is not
+	// found, whatever the path.
+	var sb sandboxJSON
+	if err := c.call(r.Context(), u, http.MethodGet, "/v1/sandboxes/"+url.PathEscape(id), nil, nil, &sb); err != nil {
 		c.failAPI(w, r, u, err)
 		return
 	}
-	data := map[string]any{"ID": id, "Path": p, "Parent": path.Dir(p), "Crumbs": crumbs(p)}
+	data := map[string]any{"ID": id, "Path": p, "State": sb.State}
+	rec, err := c.raw(r.Context(), u, http.MethodGet, "/v1/sandboxes/"+url.PathEscape(id)+"/files/"+apiFilePath(p), nil, nil)
+	if err != nil {
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			c.failAPI(w, r, u, err)
+			return
+		}
+		// What the API says of the path (refused, not found, too large…),
+		// with its status.
+		data["Refused"] = ae.Message
+		c.render(w, r, u, ae.Status, "sandbox_file", data)
+		return
+	}
+	// The API accepted the path, so it has no ".." and cleaning it only
+	// names it as the API did.
+	shown := p
+	if !path.IsAbs(shown) {
+		shown = path.Join("/workspace", shown)
+	}
+	shown = path.Clean(shown)
+	data["Shown"], data["Parent"], data["Crumbs"] = shown, path.Dir(shown), crumbs(shown)
 	if strings.HasPrefix(rec.header.Get("Content-Type"), "application/json") {
 		var list struct {
 			Data []fileJSON `json:"data"`
@@ -152,12 +230,13 @@ func (c *Console) sandboxFile(w http.ResponseWriter, r *http.Request, u *user) {
 			c.failAPI(w, r, u, err)
 			return
 		}
-		data["Files"] = list.Data
+		data["IsDir"], data["Files"] = true, list.Data
 	} else {
 		b := rec.body.Bytes()
 		data["Size"] = len(b)
 		if len(b) <= maxShownFile && utf8.Valid(b) {
 			data["Text"] = string(b)
+			data["IsText"] = true
 		}
 	}
 	c.render(w, r, u, http.StatusOK, "sandbox_file", data)
@@ -166,18 +245,23 @@ func (c *Console) sandboxFile(w http.ResponseWriter, r *http.Request, u *user) {
 // sandboxDownload sends a file of the sandbox as an attachment.
 func (c *Console) sandboxDownload(w http.ResponseWriter, r *http.Request, u *user) {
 	id := r.PathValue("id")
-	p := "/" + strings.Trim(r.PathValue("path"), "/")
-	rec, err := c.raw(r.Context(), u, http.MethodGet, "/v1/sandboxes/"+url.PathEscape(id)+"/files/"+apiPath(p), nil, nil)
+	p := filePath(r)
+	rec, err := c.raw(r.Context(), u, http.MethodGet, "/v1/sandboxes/"+url.PathEscape(id)+"/files/"+apiFilePath(p), nil, nil)
 	if err != nil {
 		c.failAPI(w, r, u, err)
 		return
 	}
 	if strings.HasPrefix(rec.header.Get("Content-Type"), "application/json") {
-		c.fail(w, r, u, http.StatusBadRequest, p+" is a directory.")
+		c.fail(w, r, u, http.StatusBadRequest, p+" is a directory: only files download.")
 		return
 	}
+	name := path.Base(p)
+	if name == "/" || name == "." {
+		name = "file"
+	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", path.Base(p)))
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	w.Header().Set("Content-Length", fmt.Sprint(rec.body.Len()))
 	_, _ = w.Write(rec.body.Bytes())
 }
 
@@ -240,11 +324,38 @@ func (c *Console) sandboxAction(action string) func(http.ResponseWriter, *http.R
 	}
 }
 
+// sandboxDestroyPage asks to confirm a destroy: a page of its own, so no
+// single click on the sandbox's page destroys it.
+func (c *Console) sandboxDestroyPage(w http.ResponseWriter, r *http.Request, u *user) {
+	id := r.PathValue("id")
+	var sb sandboxJSON
+	if err := c.call(r.Context(), u, http.MethodGet, "/v1/sandboxes/"+url.PathEscape(id), nil, nil, &sb); err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	c.render(w, r, u, http.StatusOK, "sandbox_destroy", map[string]any{"Sandbox": sb})
+}
+
+// sandboxDestroy destroys the sandbox (the API takes a final snapshot of
+// a running one first) when the form confirms its id.
+func (c *Console) sandboxDestroy(w http.ResponseWriter, r *http.Request, u *user) {
+	id := r.PathValue("id")
+	if r.PostFormValue("confirm") != id {
+		c.fail(w, r, u, http.StatusBadRequest, "Destroy is confirmed from its own page: nothing was destroyed.")
+		return
+	}
+	if err := c.call(r.Context(), u, http.MethodDelete, "/v1/sandboxes/"+url.PathEscape(id), nil, nil, nil); err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	http.Redirect(w, r, Prefix+"/sandboxes/"+url.PathEscape(id), http.StatusSeeOther)
+}
+
 // crumb is a step of a path's breadcrumbs.
 type crumb struct{ Name, Path string }
 
 func crumbs(p string) []crumb {
-	var out []crumb
+	out := []crumb{{Name: "/", Path: "/"}}
 	cur := ""
 	for s := range strings.SplitSeq(strings.Trim(p, "/"), "/") {
 		if s == "" {
@@ -257,13 +368,10 @@ func crumbs(p string) []crumb {
 }
 
 // limitRow is a limit with the value in force and how it is enforced.
-type limitRow struct{ Name, Asked, InForce, How string }
+type limitRow struct{ Name, Set, InForce, How string }
 
 func limitRows(sb sandboxJSON) []limitRow {
-	var names []string
-	for k := range sb.Limits {
-		names = append(names, k)
-	}
+	names := slices.Collect(maps.Keys(sb.Limits))
 	if sb.Runtime != nil {
 		for k := range sb.Runtime.Enforcement {
 			if !slices.Contains(names, k) {
@@ -274,24 +382,104 @@ func limitRows(sb sandboxJSON) []limitRow {
 	slices.Sort(names)
 	var out []limitRow
 	for _, n := range names {
-		row := limitRow{Name: n, Asked: fmt.Sprint(sb.Limits[n])}
+		row := limitRow{Name: n, Set: fmt.Sprint(sb.Limits[n])}
 		if sb.Limits[n] == nil {
-			row.Asked = "default"
+			row.Set = "default"
 		}
 		if sb.Runtime != nil {
 			if e, ok := sb.Runtime.Enforcement[n]; ok {
-				row.InForce, row.How = fmt.Sprint(e["value"]), fmt.Sprint(e["mechanism"])
-				if row.InForce == "<nil>" {
-					row.InForce = ""
+				if v, ok := e["value"]; ok {
+					row.InForce = fmt.Sprint(v)
 				}
-				if row.How == "<nil>" {
-					row.How = fmt.Sprint(e["reason"])
+				row.How = fmt.Sprint(e["mechanism"])
+				if reason, ok := e["reason"]; ok {
+					row.How += " (" + fmt.Sprint(reason) + ")"
 				}
 			}
 		}
 		out = append(out, row)
 	}
 	return out
+}
+
+// transition is a step of the sandbox's lifecycle as its record dates it.
+type transition struct {
+	// From and To are states; From is "" when the state left is not
+	// known (after a gap).
+	From, To string
+	At       time.Time
+	// Took is how long the state left lasted; For how long the state
+	// entered has lasted, when it is the current one.
+	Took, For string
+	Note      string
+	// Gap stands for earlier instances whose times are not kept.
+	Gap bool
+}
+
+// transitions are the sandbox's dated transitions: its creation, then
+// those of the running instance, as the API exposes them (started_at,
+// warmed_at, stopping_at, destroyed_at). The store keeps those facts for
+// the current instance only: an earlier instance's times are gone once it
+// stopped, and a gap stands for them (each stop left a backup, with its
+// generation).
+func transitions(sb sandboxJSON, now time.Time) []transition {
+	out := []transition{{To: "cold", At: sb.CreatedAt, Note: "created"}}
+	contiguous := true
+	step := func(to string, at *time.Time, note string) {
+		if at == nil {
+			return
+		}
+		t := transition{To: to, At: *at, Note: note}
+		if prev := out[len(out)-1]; contiguous {
+			t.From = prev.To
+			if !at.Before(prev.At) {
+				t.Took = duration(at.Sub(prev.At))
+			}
+		}
+		out = append(out, t)
+		contiguous = true
+	}
+	// Warm-ups before the current instance's (the generation counts
+	// them).
+	earlier := sb.Generation
+	if sb.WarmedAt != nil {
+		earlier--
+	}
+	if earlier > 0 {
+		out = append(out, transition{Gap: true, Note: fmt.Sprintf("%d earlier instance(s), counted by the workspace generation: their times are not kept", earlier)})
+		contiguous = false
+	}
+	switch {
+	case sb.DestroyedAt != nil:
+		step("destroyed", sb.DestroyedAt, "destroyed")
+	case sb.StartedAt != nil:
+		step("warming", sb.StartedAt, "instance started")
+		step("active", sb.WarmedAt, "warm-up done")
+		step("stopping", sb.StoppingAt, "stop began: snapshot, verify, then stop")
+	case earlier > 0:
+		// Cold again: the stop cleared the instance's times, and the
+		// record's last change is when it went cold.
+		step("cold", &sb.UpdatedAt, "stopped (the record's last change)")
+	}
+	if last := &out[len(out)-1]; last.To == sb.State && sb.State != "destroyed" && !last.Gap {
+		last.For = duration(now.Sub(last.At))
+	}
+	return out
+}
+
+// duration is a span for people: 340 ms, 2.4 s, 3m 12s, 5h 2m.
+func duration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm %ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd %dh", int(d.Hours()/24), int(d.Hours())%24)
 }
 
 // machineState is a state of the sandbox state machine picture.

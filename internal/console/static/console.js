@@ -97,21 +97,32 @@
     const form = document.getElementById("exec");
     const out = document.getElementById("exec-output");
     if (!form || !out) return;
+    const run = form.querySelector("button[type=submit]");
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
       out.textContent = "";
+      out.classList.remove("is-error");
+      run.disabled = true;
       const token = (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
-      const resp = await fetch(form.action, {
-        method: "POST", body: new URLSearchParams(new FormData(form)), credentials: "same-origin",
-        headers: { "X-CSRF-Token": token, "X-Requested-With": "console" },
-      });
-      if (!resp.body) { out.textContent = await resp.text(); return; }
-      const reader = resp.body.getReader();
-      const dec = new TextDecoder();
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        out.textContent += dec.decode(value, { stream: true });
+      try {
+        const resp = await fetch(form.action, {
+          method: "POST", body: new URLSearchParams(new FormData(form)), credentials: "same-origin",
+          headers: { "X-CSRF-Token": token, "X-Requested-With": "console" },
+        });
+        if (!resp.ok) out.classList.add("is-error");
+        if (!resp.body) { out.textContent = await resp.text(); return; }
+        const reader = resp.body.getReader();
+        const dec = new TextDecoder();
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          out.textContent += dec.decode(value, { stream: true });
+        }
+      } catch (err) {
+        out.classList.add("is-error");
+        out.textContent += "\n[the connection broke: " + err.message + "]";
+      } finally {
+        run.disabled = false;
       }
     });
   });
