@@ -139,6 +139,7 @@ var funcs = template.FuncMap{
 		return s[:n] + "…"
 	},
 	"lines": func(s string) int { return strings.Count(s, "\n") + 1 },
+	"bytes": byteSize,
 	// dict builds a map for a partial: dict "Key" value "Key2" value2.
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}

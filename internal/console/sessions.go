@@ -29,6 +29,7 @@ func (c *Console) registerSessions() {
 	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/custom-result", c.authed(c.sessionCustomResult))
 	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/fork", c.authed(c.sessionFork))
 	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/rewind", c.authed(c.sessionRewind))
+	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/files/{file}", c.authed(c.sessionFile))
 }
 
 // sessionFork forks the session at an event (default: the latest) and
@@ -181,9 +182,14 @@ func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request, u *user) {
 	if len(events) > 0 {
 		last = events[len(events)-1].ID
 	}
+	files, moreFiles, err := c.sessionFiles(r, u, id)
+	if err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
 	c.render(w, r, u, http.StatusOK, "session", map[string]any{
 		"Session": s, "Events": events, "Older": older, "Last": last, "Pending": pendingCalls(events),
-		"Timeline": timeline(events),
+		"Timeline": timeline(events), "Files": files, "MoreFiles": moreFiles,
 	})
 }
 
