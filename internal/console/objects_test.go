@@ -122,8 +122,8 @@ func TestObjectStorageViewer(t *testing.T) {
 		"<td class=\"mono\">rows</td><td><details class=\"fold\"><summary><code class=\"head\">[\n  {\n    &#34;row&#34;: 0\n  },",
 		"show all 92 lines (321 bytes)",
 		"    &#34;row&#34;: 29\n  }\n]</pre></details>",
-		// Escaped, never markup.
-		"&#34;\\u003cscript\\u003ealert(1)\\u003c/script\\u003e&#34;",
+		// As written, and escaped: never markup.
+		"<pre>&#34;&lt;script&gt;alert(1)&lt;/script&gt;&#34;</pre>",
 		"ObjectCreated",
 	} {
 		if !strings.Contains(body, want) {

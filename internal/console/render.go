@@ -175,7 +175,7 @@ func pretty(v any) string {
 	case json.RawMessage:
 		var buf bytes.Buffer
 		if json.Indent(&buf, x, "", "  ") == nil {
-			return buf.String()
+			return string(unescapeHTML(buf.Bytes()))
 		}
 		return string(x)
 	default:
@@ -193,4 +193,36 @@ func tokens(n int64) string {
 		return fmt.Sprintf("%.1fk", float64(n)/1e3)
 	}
 	return fmt.Sprint(n)
+}
+
+// unescapeHTML undoes the \u0026, \u003c and \u003e escapes JSON encoders
+// write for &, < and > (a bash command reads "a && b" again); the
+// template escapes what it shows.
+func unescapeHTML(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u00`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) {
+			switch string(b[i+2 : i+6]) {
+			case "0026":
+				out, i = append(out, '&'), i+5
+				continue
+			case "003c", "003C":
+				out, i = append(out, '<'), i+5
+				continue
+			case "003e", "003E":
+				out, i = append(out, '>'), i+5
+				continue
+			}
+		}
+		// Another escape: copy it whole (a "\\" must not start one).
+		out, i = append(out, b[i], b[i+1]), i+1
+	}
+	return out
 }

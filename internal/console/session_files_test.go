@@ -53,6 +53,11 @@ func TestBrowserSessionOutputFiles(t *testing.T) {
 	p.run("log in", chromedp.Navigate(d.URL+"/console/login"), chromedp.WaitVisible("#key"),
 		chromedp.SendKeys("#key", d.AdminKey), chromedp.Submit("#key"), chromedp.WaitVisible("table.list"))
 	p.run("open the session", chromedp.Navigate(d.URL+"/console/sessions/"+sid), chromedp.WaitVisible("section.outputs"))
+	// The command reads as the model wrote it (the API's JSON escapes
+	// &, < and > as \u0026, \u003c, \u003e).
+	if in := eval[string](p, "the tool call", `document.querySelector('li[data-type="agent.tool_use"] .ev-input').textContent`); !strings.Contains(in, "&& echo 'the <b>report</b>' > /mnt/session/outputs") {
+		t.Fatalf("the tool call's input on the page: %q", in)
+	}
 	type download struct {
 		Name, Href, Status, Type, Disposition, Body string
 	}
