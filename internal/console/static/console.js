@@ -40,23 +40,38 @@
     const list = document.getElementById("events");
     let next = traj.dataset.older;
     let busy = false;
+    let io = null;
     async function load() {
       if (busy || !next) return;
       busy = true;
-      const first = list.firstElementChild;
-      const resp = await fetch(next, { credentials: "same-origin" });
-      if (resp.ok) {
+      try {
+        const first = list.firstElementChild;
+        const resp = await fetch(next, { credentials: "same-origin" });
+        if (!resp.ok) return;
         insertHTML(list, await resp.text(), "top");
         const more = resp.headers.get("X-Older-Page");
         next = more ? traj.dataset.older.replace(/page=[^&]*/, "page=" + encodeURIComponent(more)) : "";
         if (first) first.scrollIntoView({ block: "start" });
-        if (!next) btn.remove();
+        if (!next) {
+          btn.remove();
+          if (io) io.disconnect();
+        } else if (io) {
+          // Observe afresh: a button still in view loads the next page.
+          io.unobserve(btn);
+          io.observe(btn);
+        }
+      } finally {
+        busy = false; // a failed fetch must not stop the paging for good
       }
-      busy = false;
     }
     btn.addEventListener("click", load);
     if ("IntersectionObserver" in window) {
-      new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting)) load(); }).observe(btn);
+      // Only once the reader scrolls: the button may be in view as the
+      // page opens, and opening must not load a page more.
+      window.addEventListener("scroll", () => {
+        io = new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting)) load(); });
+        io.observe(btn);
+      }, { once: true, passive: true });
     }
   }
 
