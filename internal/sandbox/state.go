@@ -7,33 +7,19 @@ import "github.com/agentkernel/agentkernel/internal/store"
 type State string
 
 const (
-	StateCold      State = "cold"
-	StateWarming   State = "warming"
-	StateActive    State = "active"
-	StateStopping  State = "stopping"
-	StateDestroyed State = "destroyed"
+	StateCold      State = store.SandboxCold
+	StateWarming   State = store.SandboxWarming
+	StateActive    State = store.SandboxActive
+	StateStopping  State = store.SandboxStopping
+	StateDestroyed State = store.SandboxDestroyed
 )
 
 // States lists every state, in lifecycle order.
 var States = []State{StateCold, StateWarming, StateActive, StateStopping, StateDestroyed}
 
-// Derive computes the state from the durable facts of the record. It is the
-// only place the state machine is written down: the code that changes state
-// does so by writing the fact (Handle, WarmedAt, StoppingAt, DestroyedAt).
-func Derive(sb *store.Sandbox) State {
-	switch {
-	case sb.DestroyedAt != nil:
-		return StateDestroyed
-	case sb.StoppingAt != nil:
-		return StateStopping
-	case len(sb.Handle) == 0:
-		return StateCold
-	case sb.WarmedAt == nil:
-		return StateWarming
-	default:
-		return StateActive
-	}
-}
+// Derive computes the state from the durable facts of the record
+// (store.Sandbox.State, where the state machine is written down).
+func Derive(sb *store.Sandbox) State { return State(sb.State()) }
 
 // ValidState reports whether s names a state.
 func ValidState(s string) bool {

@@ -52,6 +52,79 @@ type Sandbox struct {
 	UpdatedAt time.Time
 }
 
+// Sandbox states. The sandbox layer names them (sandbox.State); they are
+// written down here because the store keeps a history of them.
+const (
+	SandboxCold      = "cold"
+	SandboxWarming   = "warming"
+	SandboxActive    = "active"
+	SandboxStopping  = "stopping"
+	SandboxDestroyed = "destroyed"
+)
+
+// State derives the lifecycle state from the durable facts of the record
+// (seed 000: cold → warming → active → stopping → cold; destroyed is
+// terminal). It is the only place the state machine is written down: the
+// code that changes state does so by writing a fact (Handle, WarmedAt,
+// StoppingAt, DestroyedAt).
+func (sb *Sandbox) State() string {
+	switch {
+	case sb.DestroyedAt != nil:
+		return SandboxDestroyed
+	case sb.StoppingAt != nil:
+		return SandboxStopping
+	case len(sb.Handle) == 0:
+		return SandboxCold
+	case sb.WarmedAt == nil:
+		return SandboxWarming
+	default:
+		return SandboxActive
+	}
+}
+
+// SandboxTransition is one entry of a sandbox's state history: the state
+// its facts entered, and when. The history is written by the store in the
+// same statement as the facts (CreateSandbox, UpdateSandbox), so it can
+// never say more or less than the facts did; it starts at the sandbox's
+// creation (or, for sandboxes older than the history, at their first
+// change since) and keeps the newest MaxSandboxTransitions entries.
+type SandboxTransition struct {
+	// Seq numbers a sandbox's transitions from 1, in order.
+	Seq   int64
+	State string
+	// At is the time of the fact that made the state: StartedAt for
+	// warming, WarmedAt for active, StoppingAt for stopping, DestroyedAt
+	// for destroyed, the write's time for cold (a stop's end clears the
+	// facts rather than writing one).
+	At time.Time
+	// Generation is the workspace generation at the transition.
+	Generation int64
+}
+
+// MaxSandboxTransitions bounds the history kept per sandbox: a sandbox
+// that hibernates and wakes for years keeps its newest transitions.
+const MaxSandboxTransitions = 200
+
+// TransitionAt is the time a transition into sb's state happened: the
+// time of the fact that made it, or now when the state (cold) has none.
+func (sb *Sandbox) TransitionAt(now time.Time) time.Time {
+	var at *time.Time
+	switch sb.State() {
+	case SandboxDestroyed:
+		at = sb.DestroyedAt
+	case SandboxStopping:
+		at = sb.StoppingAt
+	case SandboxWarming:
+		at = sb.StartedAt
+	case SandboxActive:
+		at = sb.WarmedAt
+	}
+	if at == nil {
+		return now
+	}
+	return *at
+}
+
 // ListSandboxesParams filters a listing; empty fields do not filter.
 type ListSandboxesParams struct {
 	TenantID string
@@ -108,7 +181,12 @@ type SandboxStore interface {
 	// without bumping Version (activity is a side channel, like the
 	// interrupt flag: it must never make a state transition fail).
 	TouchSandbox(ctx context.Context, id string, at time.Time) error
+	// DeleteSandbox removes the sandbox and its transition history.
 	DeleteSandbox(ctx context.Context, id string) error
+	// ListSandboxTransitions returns the sandbox's state history, oldest
+	// first (at most MaxSandboxTransitions entries); ErrNotFound when the
+	// sandbox does not exist.
+	ListSandboxTransitions(ctx context.Context, id string) ([]SandboxTransition, error)
 
 	CreateBackup(ctx context.Context, b *Backup) (*Backup, error)
 	// LatestBackup returns the newest unexpired backup for the key at now

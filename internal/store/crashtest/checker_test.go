@@ -2,6 +2,7 @@ package crashtest
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -73,6 +74,55 @@ func TestCheckerCatchesPartialWrites(t *testing.T) {
 			_, err = checkStore(ctx, s)
 			if !errors.As(err, &v) {
 				t.Fatalf("checkStore accepted a store with a %s (err %v)", name, err)
+			}
+			t.Logf("rejected: %v", err)
+		})
+	}
+}
+
+// TestCheckerCatchesSandboxFactsWithoutHistory: the sandbox half of the
+// checker is not vacuous either. A sandbox's facts changed behind the
+// store's back (as an engine that wrote them without their history entry
+// would leave them), or a history entry lost, is rejected.
+func TestCheckerCatchesSandboxFactsWithoutHistory(t *testing.T) {
+	ctx := context.Background()
+	for name, sqlText := range map[string]string{
+		"facts without their entry": `UPDATE sandboxes SET handle = NULL, started_at = NULL, version = version + 1 WHERE id = 'sbx_crashtest'`,
+		"entry without its facts":   `DELETE FROM sandbox_transitions WHERE seq = (SELECT max(seq) FROM sandbox_transitions)`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			s, err := sqlite.Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.CreateSession(ctx, store.CreateSessionParams{ID: sessionID, AgentType: "crashtest"}); err != nil {
+				t.Fatal(err)
+			}
+			sb, err := s.CreateSandbox(ctx, &store.Sandbox{ID: sandboxID, TenantID: "tnt_crashtest"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				if sb, err = toggleSandbox(ctx, s, sb); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := checkStore(ctx, s); err != nil {
+				t.Fatalf("intact store: %v", err)
+			}
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.ExecContext(ctx, sqlText); err != nil {
+				t.Fatal(err)
+			}
+			var v *violation
+			if _, err = checkStore(ctx, s); !errors.As(err, &v) {
+				t.Fatalf("checkStore accepted a store with %s (err %v)", name, err)
 			}
 			t.Logf("rejected: %v", err)
 		})

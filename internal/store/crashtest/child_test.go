@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/agentkernel/agentkernel/internal/store"
 )
@@ -15,6 +16,7 @@ const (
 	childDSNEnv    = "CRASHTEST_CHILD_DSN"
 	childSchemaEnv = "CRASHTEST_CHILD_SCHEMA"
 	sessionID      = "sesn_crashtest"
+	sandboxID      = "sbx_crashtest"
 )
 
 // msgContent is the content of every message the child writes: which
@@ -64,9 +66,19 @@ func childLoop(ctx context.Context, e engine) error {
 		n = cp.StepCount
 	}
 	version := sess.Version
+	sb, err := s.GetSandbox(ctx, sandboxID)
+	if errors.Is(err, store.ErrNotFound) {
+		sb, err = s.CreateSandbox(ctx, &store.Sandbox{ID: sandboxID, TenantID: "tnt_crashtest"})
+	}
+	if err != nil {
+		return fmt.Errorf("load or create sandbox: %w", err)
+	}
 	fmt.Printf("ready %d %d\n", n, version)
 
 	for i := n + 1; ; i++ {
+		if sb, err = toggleSandbox(ctx, s, sb); err != nil {
+			return err
+		}
 		if version, err = commitIteration(ctx, s, i, version); err != nil {
 			return err
 		}
@@ -106,4 +118,22 @@ func commitIteration(ctx context.Context, s store.Store, i, version int64) (int6
 		return 0, fmt.Errorf("iteration %d: promoted %d staged changes, want 1", i, res.PromotedStages)
 	}
 	return res.NewVersion, nil
+}
+
+// toggleSandbox moves the sandbox between cold and warming by writing the
+// facts (a handle and its start, or none): every update is a transition,
+// so its history must hold one entry per version (checkSandboxHistory).
+func toggleSandbox(ctx context.Context, s store.Store, sb *store.Sandbox) (*store.Sandbox, error) {
+	next := *sb
+	if len(next.Handle) == 0 {
+		now := time.Now()
+		next.Handle, next.StartedAt, next.Generation = json.RawMessage(`{"pid":1}`), &now, next.Generation+1
+	} else {
+		next.Handle, next.StartedAt = nil, nil
+	}
+	out, err := s.UpdateSandbox(ctx, &next)
+	if err != nil {
+		return nil, fmt.Errorf("update sandbox at version %d: %w", sb.Version, err)
+	}
+	return out, nil
 }

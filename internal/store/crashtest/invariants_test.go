@@ -86,7 +86,38 @@ func checkStore(ctx context.Context, s store.Store) (snapshot, error) {
 	if err := checkStaged(staged, n); err != nil {
 		return snapshot{}, fail("staging: %v", err)
 	}
+	if err := checkSandboxHistory(ctx, s); err != nil {
+		return snapshot{}, fail("sandbox: %v", err)
+	}
 	return snapshot{exists: true, n: n, version: sess.Version}, nil
+}
+
+// checkSandboxHistory: every write of the child's sandbox changed its
+// state, so its history holds one entry per version (the newest
+// MaxSandboxTransitions of them), the last one the state the row's facts
+// make — a fact written without its history entry, or an entry without
+// its fact, breaks it.
+func checkSandboxHistory(ctx context.Context, s store.Store) error {
+	sb, err := s.GetSandbox(ctx, sandboxID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // killed before CreateSandbox committed
+	}
+	if err != nil {
+		return err
+	}
+	trs, err := s.ListSandboxTransitions(ctx, sandboxID)
+	if err != nil {
+		return err
+	}
+	want := min(sb.Version, store.MaxSandboxTransitions)
+	if int64(len(trs)) != want {
+		return fmt.Errorf("version %d (%s) with %d history entries, want %d", sb.Version, sb.State(), len(trs), want)
+	}
+	last := trs[len(trs)-1]
+	if last.Seq != sb.Version || last.State != sb.State() || last.Generation != sb.Generation {
+		return fmt.Errorf("version %d is %s at generation %d, but the history ends with %+v", sb.Version, sb.State(), sb.Generation, last)
+	}
+	return nil
 }
 
 // checkMessages: iteration i wrote, in order, its appended message and then

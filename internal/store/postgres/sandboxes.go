@@ -36,15 +36,17 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *store.Sandbox) (*store.Sa
 	if in.LastActivityAt.IsZero() {
 		in.LastActivityAt = in.CreatedAt
 	}
-	out, err := scanSandbox(s.pool.QueryRow(ctx, `INSERT INTO sandboxes
+	out, err := scanSandbox(s.pool.QueryRow(ctx, `WITH row AS (INSERT INTO sandboxes
 		(id, tenant_id, driver, image, network, limits, sleep_after_ms, metadata,
 		 environment, session_key, handle, started_at, warmed_at, stopping_at, destroyed_at,
 		 generation, last_activity_at, version, created_at, updated_at, node)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 1, $18, $19, $20)
-		RETURNING `+sandboxCols,
+		RETURNING `+sandboxCols+`)`+recordTransitionCTE(21, 22)+`
+		SELECT `+sandboxCols+` FROM row`,
 		in.ID, in.TenantID, in.Driver, in.Image, in.Network, a.limits, a.sleepMS, a.metadata,
 		in.Environment, in.SessionKey, a.handle, in.StartedAt, in.WarmedAt, in.StoppingAt, in.DestroyedAt,
-		in.Generation, in.LastActivityAt, in.CreatedAt, in.UpdatedAt, in.Node))
+		in.Generation, in.LastActivityAt, in.CreatedAt, in.UpdatedAt, in.Node,
+		in.State(), in.TransitionAt(in.CreatedAt)))
 	if err != nil {
 		if isUniqueViolation(err) {
 			return nil, fmt.Errorf("create sandbox %s: %w", in.ID, store.ErrAlreadyExists)
@@ -109,15 +111,18 @@ func (s *Store) UpdateSandbox(ctx context.Context, sb *store.Sandbox) (*store.Sa
 	if err != nil {
 		return nil, err
 	}
-	out, err := scanSandbox(s.pool.QueryRow(ctx, `UPDATE sandboxes SET
+	now := s.clock()
+	out, err := scanSandbox(s.pool.QueryRow(ctx, `WITH row AS (UPDATE sandboxes SET
 		driver = $3, image = $4, network = $5, limits = $6, sleep_after_ms = $7, metadata = $8,
 		environment = $9, session_key = $10, handle = $11, started_at = $12, warmed_at = $13,
 		stopping_at = $14, destroyed_at = $15, generation = $16, last_activity_at = $17,
 		version = version + 1, updated_at = $18, node = $19
-		WHERE id = $1 AND version = $2 RETURNING `+sandboxCols,
+		WHERE id = $1 AND version = $2 RETURNING `+sandboxCols+`)`+recordTransitionCTE(20, 21)+`
+		SELECT `+sandboxCols+` FROM row`,
 		sb.ID, sb.Version, sb.Driver, sb.Image, sb.Network, a.limits, a.sleepMS, a.metadata,
 		sb.Environment, sb.SessionKey, a.handle, sb.StartedAt, sb.WarmedAt,
-		sb.StoppingAt, sb.DestroyedAt, sb.Generation, sb.LastActivityAt, s.clock(), sb.Node))
+		sb.StoppingAt, sb.DestroyedAt, sb.Generation, sb.LastActivityAt, now, sb.Node,
+		sb.State(), sb.TransitionAt(now)))
 	if err == nil {
 		return out, nil
 	}
@@ -133,6 +138,57 @@ func (s *Store) UpdateSandbox(ctx context.Context, sb *store.Sandbox) (*store.Sa
 		sb.ID, sb.Version, current, store.ErrVersionMismatch)
 }
 
+// recordTransitionCTE follows a CTE "row" that wrote a sandbox ($1 its id,
+// $16 its generation) with the history's part of the same statement: the
+// state (parameter state), entered at parameter at, is added when the newest recorded state
+// differs, and what falls out of the kept window goes. It writes only if
+// row wrote (an update that lost its version check records nothing), and a
+// writer that won the check is the only one for that version, so seq
+// cannot be taken twice.
+func recordTransitionCTE(state, at int) string {
+	return fmt.Sprintf(`,
+	last AS (SELECT seq, state FROM sandbox_transitions WHERE sandbox_id = $1 ORDER BY seq DESC LIMIT 1),
+	ins AS (INSERT INTO sandbox_transitions (sandbox_id, seq, state, at, generation)
+		SELECT $1, COALESCE((SELECT seq FROM last), 0) + 1, $%[1]d::text, $%[2]d::timestamptz, $16 FROM row
+		WHERE $%[1]d::text IS DISTINCT FROM (SELECT state FROM last)
+		RETURNING seq),
+	trim AS (DELETE FROM sandbox_transitions WHERE sandbox_id = $1
+		AND seq <= (SELECT seq FROM ins) - %[3]d)`, state, at, store.MaxSandboxTransitions)
+}
+
+// ListSandboxTransitions returns the sandbox's history, oldest first.
+func (s *Store) ListSandboxTransitions(ctx context.Context, id string) ([]store.SandboxTransition, error) {
+	rows, err := s.pool.Query(ctx, `SELECT t.seq, t.state, t.at, t.generation
+		FROM sandboxes s LEFT JOIN sandbox_transitions t ON t.sandbox_id = s.id
+		WHERE s.id = $1 ORDER BY t.seq`, id)
+	if err != nil {
+		return nil, mapErr(fmt.Sprintf("list transitions of sandbox %s", id), err)
+	}
+	defer rows.Close()
+	out := []store.SandboxTransition{}
+	found := false
+	for rows.Next() {
+		found = true
+		var seq, gen *int64
+		var state *string
+		var at *time.Time
+		if err := rows.Scan(&seq, &state, &at, &gen); err != nil {
+			return nil, mapErr(fmt.Sprintf("list transitions of sandbox %s", id), err)
+		}
+		if seq == nil { // the sandbox, with no history yet
+			continue
+		}
+		out = append(out, store.SandboxTransition{Seq: *seq, State: *state, At: at.UTC(), Generation: *gen})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(fmt.Sprintf("list transitions of sandbox %s", id), err)
+	}
+	if !found {
+		return nil, fmt.Errorf("sandbox %s: %w", id, store.ErrNotFound)
+	}
+	return out, nil
+}
+
 // TouchSandbox sets LastActivityAt to at, even if that is earlier than the
 // stored value: it records what the caller saw, without a version check.
 func (s *Store) TouchSandbox(ctx context.Context, id string, at time.Time) error {
@@ -146,11 +202,12 @@ func (s *Store) TouchSandbox(ctx context.Context, id string, at time.Time) error
 	return nil
 }
 
-// DeleteSandbox removes the sandbox row. Its backups stay until their TTL:
+// DeleteSandbox removes the sandbox row and its history. Its backups stay until their TTL:
 // a new sandbox with the same (tenant, environment, session key) restores
 // from them.
 func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, "DELETE FROM sandboxes WHERE id = $1", id)
+	tag, err := s.pool.Exec(ctx, `WITH history AS (DELETE FROM sandbox_transitions WHERE sandbox_id = $1)
+		DELETE FROM sandboxes WHERE id = $1`, id)
 	if err != nil {
 		return mapErr(fmt.Sprintf("delete sandbox %s", id), err)
 	}

@@ -49,3 +49,8 @@ func TestSandboxJSONRoundTripsByteForByte(t *testing.T) {
 		t.Fatalf("read back stats %s, want %s", b.Stats, stats)
 	}
 }
+
+// BenchmarkSandboxUpdates: AGENTKERNEL_TEST_POSTGRES_URL=… go test ./internal/store/postgres -run '^$' -bench SandboxUpdates
+func BenchmarkSandboxUpdates(b *testing.B) {
+	storetest.BenchmarkSandboxUpdates(b, func(tb testing.TB) store.SandboxStore { return openTest(tb) })
+}

@@ -35,20 +35,88 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *store.Sandbox) (*store.Sa
 	if in.LastActivityAt.IsZero() {
 		in.LastActivityAt = in.CreatedAt
 	}
-	out, err := scanSandbox(s.write.QueryRowContext(ctx, `INSERT INTO sandboxes
+	var out *store.Sandbox
+	err = s.inTx(ctx, func(tx *wtx) error {
+		row, err := scanSandbox(tx.QueryRowContext(ctx, `INSERT INTO sandboxes
 		(id, tenant_id, driver, image, network, limits, sleep_after_ms, metadata,
 		 environment, session_key, handle, started_at, warmed_at, stopping_at, destroyed_at,
 		 generation, last_activity_at, version, created_at, updated_at, node)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING RETURNING `+sandboxCols,
-		in.ID, in.TenantID, in.Driver, in.Image, in.Network, a.limits, a.sleepMS, a.metadata,
-		in.Environment, in.SessionKey, a.handle, a.started, a.warmed, a.stopping, a.destroyed,
-		in.Generation, micros(in.LastActivityAt), micros(in.CreatedAt), micros(in.UpdatedAt), in.Node))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("sandbox %q: %w", in.ID, store.ErrAlreadyExists)
-	}
+			in.ID, in.TenantID, in.Driver, in.Image, in.Network, a.limits, a.sleepMS, a.metadata,
+			in.Environment, in.SessionKey, a.handle, a.started, a.warmed, a.stopping, a.destroyed,
+			in.Generation, micros(in.LastActivityAt), micros(in.CreatedAt), micros(in.UpdatedAt), in.Node))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sandbox %q: %w", in.ID, store.ErrAlreadyExists)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: create sandbox %q: %w", in.ID, err)
+		}
+		out = row
+		return recordTransition(ctx, tx, row, row.CreatedAt)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: create sandbox %q: %w", in.ID, err)
+		return nil, err
+	}
+	return out, nil
+}
+
+// recordTransition adds sb's state to its history if the newest recorded
+// state differs, in the transaction that wrote sb's facts, and drops what
+// falls out of the kept window.
+func recordTransition(ctx context.Context, tx *wtx, sb *store.Sandbox, now time.Time) error {
+	var seq int64
+	var last string
+	err := tx.QueryRowContext(ctx, `SELECT seq, state FROM sandbox_transitions
+		WHERE sandbox_id = ? ORDER BY seq DESC LIMIT 1`, sb.ID).Scan(&seq, &last)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: read transitions of sandbox %q: %w", sb.ID, err)
+	}
+	state := sb.State()
+	if state == last {
+		return nil
+	}
+	seq++
+	if _, err := tx.ExecContext(ctx, `INSERT INTO sandbox_transitions (sandbox_id, seq, state, at, generation)
+		VALUES (?, ?, ?, ?, ?)`, sb.ID, seq, state, micros(sb.TransitionAt(now)), sb.Generation); err != nil {
+		return fmt.Errorf("sqlite: record transition of sandbox %q: %w", sb.ID, err)
+	}
+	if seq > store.MaxSandboxTransitions {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sandbox_transitions WHERE sandbox_id = ? AND seq <= ?`,
+			sb.ID, seq-store.MaxSandboxTransitions); err != nil {
+			return fmt.Errorf("sqlite: trim transitions of sandbox %q: %w", sb.ID, err)
+		}
+	}
+	return nil
+}
+
+// ListSandboxTransitions implements store.SandboxStore.
+func (s *Store) ListSandboxTransitions(ctx context.Context, id string) ([]store.SandboxTransition, error) {
+	var n int
+	if err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM sandboxes WHERE id = ?`, id).Scan(&n); err != nil {
+		return nil, fmt.Errorf("sqlite: read sandbox %q: %w", id, err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("sandbox %q: %w", id, store.ErrNotFound)
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT seq, state, at, generation FROM sandbox_transitions
+		WHERE sandbox_id = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list transitions of sandbox %q: %w", id, err)
+	}
+	defer rows.Close()
+	out := []store.SandboxTransition{}
+	for rows.Next() {
+		var tr store.SandboxTransition
+		var at int64
+		if err := rows.Scan(&tr.Seq, &tr.State, &at, &tr.Generation); err != nil {
+			return nil, fmt.Errorf("sqlite: scan transition: %w", err)
+		}
+		tr.At = fromMicros(at)
+		out = append(out, tr)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list transitions of sandbox %q: %w", id, err)
 	}
 	return out, nil
 }
@@ -131,7 +199,7 @@ func (s *Store) UpdateSandbox(ctx context.Context, sb *store.Sandbox) (*store.Sa
 			micros(s.timestamp()), sb.Node, sb.ID, sb.Version))
 		if err == nil {
 			out = row
-			return nil
+			return recordTransition(ctx, tx, row, row.UpdatedAt)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: update sandbox %q: %w", sb.ID, err)
@@ -164,16 +232,21 @@ func (s *Store) TouchSandbox(ctx context.Context, id string, at time.Time) error
 	return nil
 }
 
-// DeleteSandbox implements store.SandboxStore. Backups stay until their
-// TTL: a new sandbox with the same (tenant, environment, session key)
-// restores from them.
+// DeleteSandbox implements store.SandboxStore: the sandbox and its
+// history. Backups stay until their TTL: a new sandbox with the same
+// (tenant, environment, session key) restores from them.
 func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM sandboxes WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("sqlite: delete sandbox %q: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("sandbox %q: %w", id, store.ErrNotFound)
-	}
-	return nil
+	return s.inTx(ctx, func(tx *wtx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM sandboxes WHERE id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("sqlite: delete sandbox %q: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("sandbox %q: %w", id, store.ErrNotFound)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sandbox_transitions WHERE sandbox_id = ?`, id); err != nil {
+			return fmt.Errorf("sqlite: delete transitions of sandbox %q: %w", id, err)
+		}
+		return nil
+	})
 }

@@ -86,3 +86,8 @@ func TestSandboxTimesKeepMicroseconds(t *testing.T) {
 		t.Fatalf("created_at column = %d, want unix microseconds %d", stored, at.UnixMicro())
 	}
 }
+
+// BenchmarkSandboxUpdates: go test ./internal/store/sqlite -run '^$' -bench SandboxUpdates
+func BenchmarkSandboxUpdates(b *testing.B) {
+	storetest.BenchmarkSandboxUpdates(b, func(tb testing.TB) store.SandboxStore { return openTemp(tb) })
+}

@@ -24,6 +24,7 @@ func ExerciseSandboxes(ctx context.Context, t *testing.T, newStore func(t *testi
 		{"Sandboxes", sandboxCases},
 		{"Backups", backupCases},
 		{"SandboxRaces", sandboxRaceCases},
+		{"SandboxTransitions", sandboxTransitionCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
