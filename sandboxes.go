@@ -126,6 +126,19 @@ type Backup struct {
 	ExpiresAt  time.Time      `json:"expires_at"`
 }
 
+// SandboxTransition is one entry of a sandbox's state history.
+type SandboxTransition struct {
+	// Seq numbers the sandbox's transitions from 1.
+	Seq int64 `json:"seq"`
+	// State is the state entered: cold, warming, active, stopping or
+	// destroyed.
+	State string `json:"state"`
+	// At is when: the time of the fact that made the state.
+	At time.Time `json:"at"`
+	// Generation is the workspace generation at the transition.
+	Generation int64 `json:"generation"`
+}
+
 // SandboxesService manages sandboxes.
 type SandboxesService struct{ c *Client }
 
@@ -185,6 +198,15 @@ func (s *SandboxesService) Backups(ctx context.Context, id string) ([]Backup, er
 		Data []Backup `json:"data"`
 	}
 	return out.Data, s.c.do(ctx, http.MethodGet, sbPath(id, "backups"), nil, &out)
+}
+
+// Transitions returns the sandbox's state history, oldest first: its
+// newest 200 state changes, with when each happened.
+func (s *SandboxesService) Transitions(ctx context.Context, id string) ([]SandboxTransition, error) {
+	var out struct {
+		Data []SandboxTransition `json:"data"`
+	}
+	return out.Data, s.c.do(ctx, http.MethodGet, sbPath(id, "transitions"), nil, &out)
 }
 
 // Delete takes a final snapshot and destroys the sandbox.

@@ -110,6 +110,34 @@ func TestSandboxRoundTripThroughSDK(t *testing.T) {
 	if _, err := c.Sandboxes.Exec(ctx, sb.ID, agentkernel.ExecParams{Command: "true"}); !isStatus(err, 409) {
 		t.Fatalf("exec on a destroyed sandbox: %v", err)
 	}
+
+	// The state history outlives the instances: both warm-ups, the stop,
+	// the destroy (its final snapshot taken while active), each dated by
+	// its fact, in order.
+	trs, err := c.Sandboxes.Transitions(ctx, sb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq []string
+	for i, tr := range trs {
+		seq = append(seq, tr.State)
+		if tr.Seq != int64(i+1) || (i > 0 && tr.At.Before(trs[i-1].At)) {
+			t.Errorf("transition %d: %+v after %+v", i, tr, trs[max(i-1, 0)])
+		}
+	}
+	if got, want := strings.Join(seq, " "), "cold warming active stopping cold warming active destroyed"; got != want {
+		t.Fatalf("transitions:\n got %s\nwant %s", got, want)
+	}
+	if !trs[2].At.Equal(firstWarm) || trs[6].Generation < trs[2].Generation {
+		t.Fatalf("the first warm-up at %v, want warmed_at %v; generations %d then %d", trs[2].At, firstWarm, trs[2].Generation, trs[6].Generation)
+	}
+	other := agentkernel.New(agentkernel.WithBaseURL(d.URL), agentkernel.WithAPIKey(tenantKey(t, d, "other")))
+	if _, err := other.Sandboxes.Transitions(ctx, sb.ID); !isStatus(err, 404) {
+		t.Fatalf("another tenant's transitions: %v", err)
+	}
+	if _, err := c.Sandboxes.Transitions(ctx, "sbx_unknown"); !isStatus(err, 404) {
+		t.Fatalf("an unknown sandbox's transitions: %v", err)
+	}
 }
 
 func TestSandboxBadInput(t *testing.T) {

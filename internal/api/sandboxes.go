@@ -101,6 +101,7 @@ func (s *Server) registerSandboxRoutes() {
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/start", a(s.sandboxNode(s.startSandbox)))
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/snapshot", a(s.sandboxNode(s.snapshotSandbox)))
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/backups", a(s.sandboxNode(s.noQuery(s.listBackups))))
+	s.mux.HandleFunc("GET /v1/sandboxes/{id}/transitions", a(s.noQuery(s.listTransitions)))
 	s.mux.HandleFunc("POST /v1/sandboxes/{id}/exec", a(s.sandboxNode(s.execSandbox)))
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/processes", a(s.sandboxNode(s.noQuery(s.listProcesses))))
 	s.mux.HandleFunc("GET /v1/sandboxes/{id}/processes/{pid}/output", a(s.sandboxNode(s.query(s.processOutput, "stream", "offset", "limit"))))
@@ -277,6 +278,28 @@ func (s *Server) listBackups(w http.ResponseWriter, r *http.Request) {
 	out := listJSON[backupJSON]{Data: make([]backupJSON, 0, len(bs))}
 	for _, b := range bs {
 		out.Data = append(out.Data, toBackupJSON(b))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+type transitionJSON struct {
+	Seq        int64     `json:"seq"`
+	State      string    `json:"state"`
+	At         time.Time `json:"at"`
+	Generation int64     `json:"generation"`
+}
+
+// listTransitions serves a sandbox's state history, oldest first.
+func (s *Server) listTransitions(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	trs, err := s.sandboxes.Transitions(r.Context(), PrincipalFrom(r.Context()).TenantID, id)
+	if err != nil {
+		s.writeError(w, r, sandboxError(id, err))
+		return
+	}
+	out := listJSON[transitionJSON]{Data: make([]transitionJSON, 0, len(trs))}
+	for _, tr := range trs {
+		out.Data = append(out.Data, transitionJSON{Seq: tr.Seq, State: tr.State, At: tr.At, Generation: tr.Generation})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -154,6 +154,13 @@ func (c *Console) sandboxPage(w http.ResponseWriter, r *http.Request, u *user) {
 	if err := c.call(r.Context(), u, http.MethodGet, "/v1/sandboxes/"+url.PathEscape(id)+"/backups", nil, nil, &backups); err != nil {
 		backupErr = errorText(err)
 	}
+	var history struct {
+		Data []transitionJSON `json:"data"`
+	}
+	historyErr := ""
+	if err := c.call(r.Context(), u, http.MethodGet, "/v1/sandboxes/"+url.PathEscape(id)+"/transitions", nil, nil, &history); err != nil {
+		historyErr = errorText(err)
+	}
 	// The workspace's top level, when the sandbox runs (listing a cold
 	// one would wake it).
 	var files []fileJSON
@@ -168,7 +175,7 @@ func (c *Console) sandboxPage(w http.ResponseWriter, r *http.Request, u *user) {
 	}
 	c.render(w, r, u, http.StatusOK, "sandbox", map[string]any{
 		"Sandbox": sb, "Backups": backups.Data, "BackupError": backupErr, "Files": files, "FilesNote": filesNote,
-		"Machine": stateMachine(sb.State), "Limits": limitRows(sb), "Transitions": transitions(sb, time.Now()),
+		"Machine": stateMachine(sb.State), "Limits": limitRows(sb), "Transitions": transitions(sb, history.Data, time.Now()), "TransitionsError": historyErr,
 	})
 }
 
@@ -402,69 +409,88 @@ func limitRows(sb sandboxJSON) []limitRow {
 	return out
 }
 
-// transition is a step of the sandbox's lifecycle as its record dates it.
+// transition is a step of the sandbox's lifecycle, a row of its page.
 type transition struct {
 	// From and To are states; From is "" when the state left is not
-	// known (after a gap).
+	// known (the first entry, or after a gap).
 	From, To string
 	At       time.Time
 	// Took is how long the state left lasted; For how long the state
 	// entered has lasted, when it is the current one.
 	Took, For string
 	Note      string
-	// Gap stands for earlier instances whose times are not kept.
+	// Generation is the workspace generation at the transition.
+	Generation int64
+	// Gap stands for transitions the daemon no longer keeps.
 	Gap bool
 }
 
-// transitions are the sandbox's dated transitions: its creation, then
-// those of the running instance, as the API exposes them (started_at,
-// warmed_at, stopping_at, destroyed_at). The store keeps those facts for
-// the current instance only: an earlier instance's times are gone once it
-// stopped, and a gap stands for them (each stop left a backup, with its
-// generation).
-func transitions(sb sandboxJSON, now time.Time) []transition {
-	out := []transition{{To: "cold", At: sb.CreatedAt, Note: "created"}}
-	contiguous := true
-	step := func(to string, at *time.Time, note string) {
-		if at == nil {
-			return
-		}
-		t := transition{To: to, At: *at, Note: note}
-		if prev := out[len(out)-1]; contiguous {
-			t.From = prev.To
-			if !at.Before(prev.At) {
-				t.Took = duration(at.Sub(prev.At))
+// transitionJSON is an entry of GET /v1/sandboxes/{id}/transitions.
+type transitionJSON struct {
+	Seq        int64     `json:"seq"`
+	State      string    `json:"state"`
+	At         time.Time `json:"at"`
+	Generation int64     `json:"generation"`
+}
+
+// transitions turns the sandbox's state history (the API's, oldest first,
+// the newest 200 kept) into the page's rows: what each step was and how
+// long the state before it lasted.
+func transitions(sb sandboxJSON, history []transitionJSON, now time.Time) []transition {
+	var out []transition
+	if len(history) == 0 {
+		// A sandbox older than the history that has not changed since.
+		return []transition{{To: sb.State, At: sb.UpdatedAt, Generation: sb.Generation,
+			Note: "no history yet: the sandbox predates it (this is its last change)", For: duration(now.Sub(sb.UpdatedAt))}}
+	}
+	if first := history[0]; first.Seq > 1 {
+		out = append(out, transition{Gap: true, Note: fmt.Sprintf("%d earlier transition(s) not kept: the daemon keeps a sandbox's newest 200", first.Seq-1)})
+	}
+	for i, h := range history {
+		t := transition{To: h.State, At: h.At, Generation: h.Generation, Note: transitionNote(h, i, history, sb.CreatedAt)}
+		if i > 0 {
+			prev := history[i-1]
+			t.From = prev.State
+			if !h.At.Before(prev.At) {
+				t.Took = duration(h.At.Sub(prev.At))
 			}
 		}
 		out = append(out, t)
-		contiguous = true
 	}
-	// Warm-ups before the current instance's (the generation counts
-	// them).
-	earlier := sb.Generation
-	if sb.WarmedAt != nil {
-		earlier--
-	}
-	if earlier > 0 {
-		out = append(out, transition{Gap: true, Note: fmt.Sprintf("%d earlier instance(s), counted by the workspace generation: their times are not kept", earlier)})
-		contiguous = false
-	}
-	switch {
-	case sb.DestroyedAt != nil:
-		step("destroyed", sb.DestroyedAt, "destroyed")
-	case sb.StartedAt != nil:
-		step("warming", sb.StartedAt, "instance started")
-		step("active", sb.WarmedAt, "warm-up done")
-		step("stopping", sb.StoppingAt, "stop began: snapshot, verify, then stop")
-	case earlier > 0:
-		// Cold again: the stop cleared the instance's times, and the
-		// record's last change is when it went cold.
-		step("cold", &sb.UpdatedAt, "stopped (the record's last change)")
-	}
-	if last := &out[len(out)-1]; last.To == sb.State && sb.State != "destroyed" && !last.Gap {
+	if last := &out[len(out)-1]; last.To == sb.State && sb.State != "destroyed" {
 		last.For = duration(now.Sub(last.At))
 	}
 	return out
+}
+
+// transitionNote says what made the step.
+func transitionNote(h transitionJSON, i int, history []transitionJSON, created time.Time) string {
+	switch {
+	case h.Seq == 1 && h.At.Sub(created).Abs() < time.Millisecond:
+		return "created"
+	case h.Seq == 1:
+		return "history recorded from here: the sandbox predates it"
+	}
+	from := ""
+	if i > 0 {
+		from = history[i-1].State
+	}
+	switch h.State {
+	case "warming":
+		return fmt.Sprintf("instance started (workspace generation %d)", h.Generation)
+	case "active":
+		if from == "warming" {
+			return "warm-up done"
+		}
+		return fmt.Sprintf("instance started warm (workspace generation %d)", h.Generation)
+	case "stopping":
+		return "stop began: snapshot, verify, then stop"
+	case "cold":
+		return "stopped"
+	case "destroyed":
+		return "destroyed"
+	}
+	return ""
 }
 
 // duration is a span for people: 340 ms, 2.4 s, 3m 12s, 5h 2m.

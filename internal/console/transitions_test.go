@@ -7,13 +7,17 @@ import (
 	"time"
 )
 
-// TestTransitionsOfEachState: what the page's transitions say for each
-// set of facts the API can give — the stopping state among them, which an
-// end-to-end test cannot hold still to look at.
+// TestTransitionsOfEachState: what the page's rows say for the histories
+// the API can give — the stopping state among them, which an end-to-end
+// test cannot hold still to look at — and for the gaps: a window that
+// dropped old entries, a sandbox older than the history.
 func TestTransitionsOfEachState(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	at := func(d time.Duration) *time.Time { x := t0.Add(d); return &x }
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	now := t0.Add(time.Hour)
+	h := func(seq int64, state string, d time.Duration, gen int64) transitionJSON {
+		return transitionJSON{Seq: seq, State: state, At: at(d), Generation: gen}
+	}
 	show := func(ts []transition) string {
 		var b strings.Builder
 		for _, x := range ts {
@@ -26,38 +30,37 @@ func TestTransitionsOfEachState(t *testing.T) {
 		return b.String()
 	}
 	for _, c := range []struct {
-		name string
-		sb   sandboxJSON
-		want string
+		name    string
+		sb      sandboxJSON
+		history []transitionJSON
+		want    string
 	}{
-		{"made cold", sandboxJSON{State: "cold", CreatedAt: t0},
+		{"made cold", sandboxJSON{State: "cold", CreatedAt: t0}, []transitionJSON{h(1, "cold", 0, 0)},
 			`>cold 0s took="" for="1h 0m" created` + "\n"},
-		{"warming the first time", sandboxJSON{State: "warming", CreatedAt: t0, StartedAt: at(2 * time.Second)},
+		{"stopping its first instance", sandboxJSON{State: "stopping", CreatedAt: t0},
+			[]transitionJSON{h(1, "cold", 0, 0), h(2, "warming", 2*time.Second, 1), h(3, "active", 2340*time.Millisecond, 1), h(4, "stopping", 10*time.Minute, 1)},
 			`>cold 0s took="" for="" created` + "\n" +
-				`cold>warming 2s took="2.0 s" for="59m 58s" instance started` + "\n"},
-		{"stopping its first instance", sandboxJSON{State: "stopping", Generation: 1, CreatedAt: t0, StartedAt: at(0), WarmedAt: at(340 * time.Millisecond), StoppingAt: at(10 * time.Minute)},
+				`cold>warming 2s took="2.0 s" for="" instance started (workspace generation 1)` + "\n" +
+				`warming>active 2.34s took="340 ms" for="" warm-up done` + "\n" +
+				`active>stopping 10m0s took="9m 57s" for="50m 0s" stop began: snapshot, verify, then stop` + "\n"},
+		{"woken warm, then destroyed", sandboxJSON{State: "destroyed", CreatedAt: t0},
+			[]transitionJSON{h(1, "cold", 0, 0), h(2, "active", time.Minute, 2), h(3, "cold", 2*time.Minute, 2), h(4, "destroyed", 3*time.Minute, 2)},
 			`>cold 0s took="" for="" created` + "\n" +
-				`cold>warming 0s took="0 ms" for="" instance started` + "\n" +
-				`warming>active 340ms took="340 ms" for="" warm-up done` + "\n" +
-				`active>stopping 10m0s took="9m 59s" for="50m 0s" stop began: snapshot, verify, then stop` + "\n"},
-		{"cold after two instances", sandboxJSON{State: "cold", Generation: 2, CreatedAt: t0, UpdatedAt: *at(30 * time.Minute)},
-			`>cold 0s took="" for="" created` + "\n" +
-				"[2 earlier instance(s), counted by the workspace generation: their times are not kept]\n" +
-				`>cold 30m0s took="" for="30m 0s" stopped (the record's last change)` + "\n"},
-		{"active, its third instance", sandboxJSON{State: "active", Generation: 3, CreatedAt: t0, StartedAt: at(50 * time.Minute), WarmedAt: at(50*time.Minute + 1500*time.Millisecond)},
-			`>cold 0s took="" for="" created` + "\n" +
-				"[2 earlier instance(s), counted by the workspace generation: their times are not kept]\n" +
-				`>warming 50m0s took="" for="" instance started` + "\n" +
+				`cold>active 1m0s took="1m 0s" for="" instance started warm (workspace generation 2)` + "\n" +
+				`active>cold 2m0s took="1m 0s" for="" stopped` + "\n" +
+				`cold>destroyed 3m0s took="1m 0s" for="" destroyed` + "\n"},
+		{"older entries out of the window", sandboxJSON{State: "active", CreatedAt: t0},
+			[]transitionJSON{h(301, "warming", 50*time.Minute, 150), h(302, "active", 50*time.Minute+1500*time.Millisecond, 150)},
+			"[300 earlier transition(s) not kept: the daemon keeps a sandbox's newest 200]\n" +
+				`>warming 50m0s took="" for="" instance started (workspace generation 150)` + "\n" +
 				`warming>active 50m1.5s took="1.5 s" for="9m 58s" warm-up done` + "\n"},
-		{"destroyed cold, never started", sandboxJSON{State: "destroyed", CreatedAt: t0, DestroyedAt: at(5 * time.Second)},
-			`>cold 0s took="" for="" created` + "\n" +
-				`cold>destroyed 5s took="5.0 s" for="" destroyed` + "\n"},
-		{"destroyed after an instance", sandboxJSON{State: "destroyed", Generation: 1, CreatedAt: t0, DestroyedAt: at(5 * time.Minute)},
-			`>cold 0s took="" for="" created` + "\n" +
-				"[1 earlier instance(s), counted by the workspace generation: their times are not kept]\n" +
-				`>destroyed 5m0s took="" for="" destroyed` + "\n"},
+		{"older than the history, changed since", sandboxJSON{State: "cold", CreatedAt: t0},
+			[]transitionJSON{h(1, "cold", 30*time.Minute, 3)},
+			`>cold 30m0s took="" for="30m 0s" history recorded from here: the sandbox predates it` + "\n"},
+		{"older than the history, unchanged", sandboxJSON{State: "cold", CreatedAt: t0, UpdatedAt: at(20 * time.Minute)}, nil,
+			`>cold 20m0s took="" for="40m 0s" no history yet: the sandbox predates it (this is its last change)` + "\n"},
 	} {
-		if got := show(transitions(c.sb, now)); got != c.want {
+		if got := show(transitions(c.sb, c.history, now)); got != c.want {
 			t.Errorf("%s:\n got: %s\nwant: %s", c.name, got, c.want)
 		}
 	}

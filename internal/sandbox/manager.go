@@ -486,6 +486,19 @@ func (m *Manager) Backups(ctx context.Context, tenantID, id string) ([]*store.Ba
 	return m.cfg.Store.ListBackups(ctx, id)
 }
 
+// Transitions returns the sandbox's state history, oldest first: a store
+// read, so any node answers it, wherever the sandbox runs.
+func (m *Manager) Transitions(ctx context.Context, tenantID, id string) ([]store.SandboxTransition, error) {
+	sb, err := m.cfg.Store.GetSandbox(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if tenantID != "" && sb.TenantID != tenantID {
+		return nil, fmt.Errorf("sandbox %s: %w", id, store.ErrNotFound)
+	}
+	return m.cfg.Store.ListSandboxTransitions(ctx, id)
+}
+
 func (m *Manager) load(ctx context.Context, tenantID, id string) (*store.Sandbox, error) {
 	sb, err := m.cfg.Store.GetSandbox(ctx, id)
 	if err != nil {
