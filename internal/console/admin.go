@@ -4,7 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
+
+	"github.com/agentkernel/agentkernel"
 )
 
 // Keys (any key sees its tenant's; an admin key makes and revokes any, a
@@ -21,23 +22,11 @@ func (c *Console) registerAdmin() {
 	c.mux.HandleFunc("POST "+Prefix+"/tenants", c.authed(c.tenantCreate))
 }
 
-type keyJSON struct {
-	ID            string     `json:"id"`
-	TenantID      string     `json:"tenant_id"`
-	Name          string     `json:"name"`
-	Prefix        string     `json:"prefix"`
-	Admin         bool       `json:"admin"`
-	EnvironmentID *string    `json:"environment_id"`
-	CreatedAt     time.Time  `json:"created_at"`
-	RevokedAt     *time.Time `json:"revoked_at"`
-	Secret        string     `json:"secret"`
-}
+// keyJSON is the API's key, as the SDK reads it.
+type keyJSON = agentkernel.APIKey
 
-type tenantJSON struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
-}
+// tenantJSON is the API's tenant, as the SDK reads it.
+type tenantJSON = agentkernel.Tenant
 
 func (c *Console) keyList(w http.ResponseWriter, r *http.Request, u *user) {
 	c.keysPage(w, r, u, http.StatusOK, nil, "")

@@ -1,12 +1,12 @@
 package console
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/agentkernel/agentkernel"
 )
 
 // Durable objects: classes and objects, an object's storage, alarms and
@@ -20,28 +20,11 @@ func (c *Console) registerObjects() {
 	c.mux.HandleFunc("GET "+Prefix+"/audit", c.authed(c.auditLog))
 }
 
-type objectJSON struct {
-	Class        string                     `json:"class"`
-	ID           string                     `json:"id"`
-	Status       string                     `json:"status"`
-	SandboxID    string                     `json:"sandbox_id"`
-	StorageMode  string                     `json:"storage_mode"`
-	Storage      map[string]json.RawMessage `json:"storage"`
-	StorageKeys  int64                      `json:"storage_keys"`
-	StorageBytes int64                      `json:"storage_bytes"`
-	Version      int64                      `json:"version"`
-	LastCallAt   *time.Time                 `json:"last_call_at"`
-	HibernatedAt *time.Time                 `json:"hibernated_at"`
-	CreatedAt    time.Time                  `json:"created_at"`
-}
+// objectJSON is the API's object, as the SDK reads it.
+type objectJSON = agentkernel.Object
 
-type auditRecord struct {
-	ID      string          `json:"id"`
-	Kind    string          `json:"kind"`
-	Subject string          `json:"subject"`
-	Data    json.RawMessage `json:"data"`
-	At      time.Time       `json:"at"`
-}
+// auditRecord is the API's audit record, as the SDK reads it.
+type auditRecord = agentkernel.AuditRecord
 
 // storageEntry is a key of an object's storage with its value, pretty.
 type storageEntry struct {
@@ -124,15 +107,7 @@ func (c *Console) objectPage(w http.ResponseWriter, r *http.Request, u *user) {
 	}
 	slices.SortFunc(storage, func(a, b storageEntry) int { return strings.Compare(a.Key, b.Key) })
 	var alarms struct {
-		Data []struct {
-			ID        string          `json:"id"`
-			Method    string          `json:"method"`
-			Args      json.RawMessage `json:"args"`
-			FireAt    time.Time       `json:"fire_at"`
-			Fired     bool            `json:"fired"`
-			Attempts  int64           `json:"attempts"`
-			LastError string          `json:"last_error"`
-		} `json:"data"`
+		Data []agentkernel.Alarm `json:"data"`
 	}
 	if err := c.call(r.Context(), u, http.MethodGet, base+"/alarms", nil, nil, &alarms); err != nil {
 		c.failAPI(w, r, u, err)

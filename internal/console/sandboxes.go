@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentkernel/agentkernel"
 )
 
 // Sandboxes: the list, and a sandbox's page with its state and the times
@@ -40,31 +42,9 @@ func (c *Console) registerSandboxes() {
 	c.mux.HandleFunc("POST "+Prefix+"/sandboxes/{id}/destroy", c.authed(c.sandboxDestroy))
 }
 
-// sandboxJSON is the part of the API's sandbox the console shows.
-type sandboxJSON struct {
-	ID             string            `json:"id"`
-	State          string            `json:"state"`
-	Driver         string            `json:"driver"`
-	Image          string            `json:"image"`
-	Network        string            `json:"network"`
-	Limits         map[string]any    `json:"limits"`
-	SleepAfter     string            `json:"sleep_after"`
-	Metadata       map[string]string `json:"metadata"`
-	SessionKey     string            `json:"session_key"`
-	Generation     int64             `json:"generation"`
-	CreatedAt      time.Time         `json:"created_at"`
-	UpdatedAt      time.Time         `json:"updated_at"`
-	LastActivityAt time.Time         `json:"last_activity_at"`
-	StartedAt      *time.Time        `json:"started_at"`
-	WarmedAt       *time.Time        `json:"warmed_at"`
-	StoppingAt     *time.Time        `json:"stopping_at"`
-	DestroyedAt    *time.Time        `json:"destroyed_at"`
-	Runtime        *struct {
-		Running       bool                      `json:"running"`
-		LimitsApplied string                    `json:"limits_applied"`
-		Enforcement   map[string]map[string]any `json:"enforcement"`
-	} `json:"runtime"`
-}
+// sandboxJSON is the API's sandbox, as the SDK reads it, with what the
+// pages ask of it.
+type sandboxJSON struct{ agentkernel.Sandbox }
 
 // MetaSummary is the sandbox's metadata on one line: the first keys in
 // order, long values cut.
@@ -378,7 +358,8 @@ func crumbs(p string) []crumb {
 type limitRow struct{ Name, Set, InForce, How string }
 
 func limitRows(sb sandboxJSON) []limitRow {
-	names := slices.Collect(maps.Keys(sb.Limits))
+	set := map[string]float64{"memory_mb": float64(sb.Limits.MemoryMB), "pids": float64(sb.Limits.Pids), "cpus": sb.Limits.CPUs}
+	names := slices.Collect(maps.Keys(set))
 	if sb.Runtime != nil {
 		for k := range sb.Runtime.Enforcement {
 			if !slices.Contains(names, k) {
@@ -389,18 +370,18 @@ func limitRows(sb sandboxJSON) []limitRow {
 	slices.Sort(names)
 	var out []limitRow
 	for _, n := range names {
-		row := limitRow{Name: n, Set: fmt.Sprint(sb.Limits[n])}
-		if sb.Limits[n] == nil {
-			row.Set = "default"
+		row := limitRow{Name: n, Set: "default"}
+		if v := set[n]; v != 0 {
+			row.Set = fmt.Sprint(v)
 		}
 		if sb.Runtime != nil {
 			if e, ok := sb.Runtime.Enforcement[n]; ok {
-				if v, ok := e["value"]; ok {
-					row.InForce = fmt.Sprint(v)
+				if e.Value != 0 {
+					row.InForce = fmt.Sprint(e.Value)
 				}
-				row.How = fmt.Sprint(e["mechanism"])
-				if reason, ok := e["reason"]; ok {
-					row.How += " (" + fmt.Sprint(reason) + ")"
+				row.How = e.Mechanism
+				if e.Reason != "" {
+					row.How += " (" + e.Reason + ")"
 				}
 			}
 		}
@@ -426,12 +407,7 @@ type transition struct {
 }
 
 // transitionJSON is an entry of GET /v1/sandboxes/{id}/transitions.
-type transitionJSON struct {
-	Seq        int64     `json:"seq"`
-	State      string    `json:"state"`
-	At         time.Time `json:"at"`
-	Generation int64     `json:"generation"`
-}
+type transitionJSON = agentkernel.SandboxTransition
 
 // transitions turns the sandbox's state history (the API's, oldest first,
 // the newest 200 kept) into the page's rows: what each step was and how

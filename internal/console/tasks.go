@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/agentkernel/agentkernel"
 )
 
 // Tasks and the monitor: each task's monitor state and why (the activity
@@ -20,19 +22,8 @@ func (c *Console) registerTasks() {
 // tasksPerPage is how many tasks the list shows at a time.
 const tasksPerPage = 100
 
-type taskJSON struct {
-	ID            string     `json:"id"`
-	TicketID      string     `json:"ticket_id"`
-	Kind          string     `json:"kind"`
-	Status        string     `json:"status"`
-	FailureReason string     `json:"failure_reason"`
-	SandboxID     string     `json:"sandbox_id"`
-	Command       []string   `json:"command"`
-	DiagnosticOf  string     `json:"diagnostic_of"`
-	CreatedAt     time.Time  `json:"created_at"`
-	StartedAt     *time.Time `json:"started_at"`
-	FinishedAt    *time.Time `json:"finished_at"`
-}
+// taskJSON is the API's task, as the SDK reads it.
+type taskJSON = agentkernel.Task
 
 // activityJSON is the monitor's view of a task's sandbox.
 type activityJSON struct {
