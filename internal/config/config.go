@@ -42,6 +42,9 @@ type Config struct {
 	DurableObjects DurableObjectsConfig `toml:"durable_objects"`
 	// Models maps model ids or prefixes to providers ([models."claude-*"]).
 	Models map[string]ModelConfig `toml:"models"`
+	// Prices are models' prices by id or prefix ([prices."claude-*"]),
+	// over the built-in Claude list prices.
+	Prices map[string]PriceConfig `toml:"prices"`
 	// Monitor is the sandbox monitor of agent tasks (seed 001).
 	Monitor MonitorConfig `toml:"monitor"`
 	// Egress is the egress proxy.

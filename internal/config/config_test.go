@@ -107,6 +107,12 @@ func TestValidationNamesTheField(t *testing.T) {
 		{file: "[models.\"c-*\"]\nprovider = \"anthropic\"\ncontext_window = -5\n", want: []string{`models."c-*".context_window`, "negative"}},
 		{file: "[models.\"c-*\"]\nprovider = \"anthropic\"\ncontext_window = 4000\nmax_tokens = 8000\n", want: []string{`models."c-*".context_window`, "more tokens than max_tokens"}},
 		{file: "[models.\"c-*\"]\nprovider = \"anthropic\"\ncompact_at = 1.5\n", want: []string{`models."c-*".compact_at`, "0.1 to 1"}},
+		{file: "[prices.\"c-*\"]\ninput_per_mtok = 3\noutput_per_mtok = -15\n", want: []string{`prices."c-*".output_per_mtok = "-15"`, "not a price"}},
+		{file: "[prices.\"c-*\"]\ninput_per_mtok = 3\noutput_per_mtok = 15\ncache_write_per_mtok = -0.5\n", want: []string{`prices."c-*".cache_write_per_mtok = "-0.5"`, "0 or more"}},
+		{file: "[prices.\"c-*\"]\ninput_per_mtok = 3\noutput_per_mtok = 15\ncache_read_per_mtok = nan\n", want: []string{`prices."c-*".cache_read_per_mtok`, "not a price"}},
+		{file: "[prices.\"c-*\"]\ninput_per_mtok = 3\n", want: []string{`prices."c-*".output_per_mtok`, "required"}},
+		{file: "[prices.\"*-mini\"]\ninput_per_mtok = 3\noutput_per_mtok = 15\n", want: []string{`prices."*-mini"`, "bad pattern"}},
+		{file: "[prices.\"c-*\"]\ninput_per_mtok = 3\noutput_per_mtok = 15\ncache_write_1h_per_mtok = 6\n", want: []string{"unknown key", "cache_write_1h_per_mtok"}},
 	}
 	for _, c := range cases {
 		var flags Flags
@@ -143,5 +149,26 @@ func writeFile(t *testing.T, p, s string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPricesReadAsWritten: integers and decimals both read as prices, and
+// omitted cache prices are Anthropic's multiples of the input price.
+func TestPricesReadAsWritten(t *testing.T) {
+	t.Chdir(t.TempDir())
+	p := filepath.Join(t.TempDir(), "c.toml")
+	writeFile(t, p, "[prices.\"house-*\"]\ninput_per_mtok = 2\noutput_per_mtok = 8.5\n"+
+		"[prices.\"house-large\"]\ninput_per_mtok = 4\noutput_per_mtok = 16\ncache_read_per_mtok = 0\ncache_write_per_mtok = 4\n")
+	cfg, _, err := Load(Flags{ConfigPath: p}, []string{"AGENTKERNEL_HOME=" + t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type rates struct{ in, out, read, write float64 }
+	for pattern, want := range map[string]rates{"house-*": {2, 8.5, 0.2, 2.5}, "house-large": {4, 16, 0, 4}} {
+		var got rates
+		got.in, got.out, got.read, got.write = cfg.Prices[pattern].Rates()
+		if got != want {
+			t.Errorf("%s: %+v, want %+v", pattern, got, want)
+		}
 	}
 }

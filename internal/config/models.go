@@ -54,13 +54,19 @@ type ModelConfig struct {
 	CompactAt float64 `toml:"compact_at"`
 }
 
+// validPattern says whether pattern is a model id or a prefix ending in
+// "*" (not "*" alone).
+func validPattern(pattern string) bool {
+	return pattern != "" && pattern != "*" && strings.Count(pattern, "*") <= 1 &&
+		(!strings.Contains(pattern, "*") || strings.HasSuffix(pattern, "*"))
+}
+
 // validateModels checks [models].
 func (c *Config) validateModels() []error {
 	var errs []error
 	for pattern, m := range c.Models {
 		f := func(k string) string { return fmt.Sprintf("models.%q.%s", pattern, k) }
-		if pattern == "" || pattern == "*" || strings.Count(pattern, "*") > 1 ||
-			(strings.Contains(pattern, "*") && !strings.HasSuffix(pattern, "*")) {
+		if !validPattern(pattern) {
 			errs = append(errs, &FieldError{Field: fmt.Sprintf("models.%q", pattern), Accepted: `a model id, or a prefix ending in "*" such as "claude-*"`, Reason: "bad pattern"})
 		}
 		switch m.Provider {

@@ -131,6 +131,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateObjects()...)
 	errs = append(errs, c.validateModels()...)
+	errs = append(errs, c.validatePrices()...)
 	errs = append(errs, c.validateMonitor()...)
 	errs = append(errs, c.validateEgress()...)
 	errs = append(errs, c.validateWebhooks()...)

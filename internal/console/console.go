@@ -29,6 +29,7 @@ import (
 
 	"github.com/agentkernel/agentkernel/internal/api"
 	"github.com/agentkernel/agentkernel/internal/auth"
+	"github.com/agentkernel/agentkernel/internal/model"
 )
 
 //go:embed templates/*.html
@@ -66,6 +67,10 @@ type Options struct {
 	Log  *slog.Logger
 	// Version is shown in the footer.
 	Version string
+	// Price is a model's price by its id, false when it has none (the
+	// daemon's [prices] over the built-in list); nil prices nothing. A
+	// session's cost is shown with it.
+	Price func(modelID string) (model.Price, bool)
 }
 
 // Console is the web console's handler.

@@ -77,13 +77,15 @@ type sessionJSON struct {
 			ID string `json:"id"`
 		} `json:"model"`
 	} `json:"agent"`
-	EnvironmentID string          `json:"environment_id"`
-	Metadata      map[string]any  `json:"metadata"`
-	Stats         map[string]any  `json:"stats"`
-	Usage         usageJSON       `json:"usage"`
-	CreatedAt     time.Time       `json:"created_at"`
-	ArchivedAt    *time.Time      `json:"archived_at"`
-	Lineage       json.RawMessage `json:"lineage"`
+	EnvironmentID string           `json:"environment_id"`
+	Metadata      map[string]any   `json:"metadata"`
+	Stats         map[string]any   `json:"stats"`
+	Usage         sessionUsageJSON `json:"usage"`
+	CreatedAt     time.Time        `json:"created_at"`
+	ArchivedAt    *time.Time       `json:"archived_at"`
+	Lineage       json.RawMessage  `json:"lineage"`
+	// Cost is the console's, filled in by the page that shows it.
+	Cost costView `json:"-"`
 }
 
 type usageJSON struct {
@@ -129,6 +131,9 @@ func (c *Console) sessionList(w http.ResponseWriter, r *http.Request, u *user) {
 		c.failAPI(w, r, u, err)
 		return
 	}
+	for i := range list.Data {
+		list.Data[i].Cost = c.cost(list.Data[i])
+	}
 	next := ""
 	if list.NextPage != "" {
 		nq := url.Values{"page": {list.NextPage}}
@@ -173,6 +178,7 @@ func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request, u *user) {
 		c.failAPI(w, r, u, err)
 		return
 	}
+	s.Cost = c.cost(s)
 	events, older, err := c.eventsPage(r, u, id, "")
 	if err != nil {
 		c.failAPI(w, r, u, err)

@@ -276,7 +276,8 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		Cluster:      d.cluster,
 	})
 	// The web console, a client of the API in this process.
-	con, err := console.New(console.Options{API: d.server, Auth: d.server, Log: log.With("component", "console"), Version: version.String()})
+	con, err := console.New(console.Options{API: d.server, Auth: d.server, Log: log.With("component", "console"), Version: version.String(),
+		Price: priceList(cfg).Lookup})
 	if err != nil {
 		d.closeStores()
 		return nil, err

@@ -38,6 +38,17 @@ type sessionServices struct {
 	cluster *cluster.Node
 }
 
+// priceList is [prices] over the built-in Claude prices.
+func priceList(cfg config.Config) *model.PriceList {
+	prices := make(map[string]model.Price, len(cfg.Prices))
+	for pattern, p := range cfg.Prices {
+		var mp model.Price
+		mp.Input, mp.Output, mp.CacheRead, mp.CacheWrite = p.Rates()
+		prices[pattern] = mp
+	}
+	return model.NewPriceList(prices)
+}
+
 func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventLog, mgr *sandbox.Manager, svc sessionServices, log *slog.Logger) (*session.Runtime, error) {
 	routes := make([]model.Route, 0, len(cfg.Models))
 	for pattern, m := range cfg.Models {

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 )
@@ -117,13 +116,7 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 		routes = append(routes, DefaultRoute)
 	}
 	// Exact names first, then prefixes longest first: the first match wins.
-	sort.SliceStable(routes, func(i, j int) bool {
-		pi, pj := strings.HasSuffix(routes[i].Pattern, "*"), strings.HasSuffix(routes[j].Pattern, "*")
-		if pi != pj {
-			return !pi
-		}
-		return len(routes[i].Pattern) > len(routes[j].Pattern)
-	})
+	sortPatterns(routes, func(r Route) string { return r.Pattern })
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -133,11 +126,7 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 // Match returns the route serving modelID.
 func (r *Registry) Match(modelID string) (Route, bool) {
 	for _, rt := range r.routes {
-		if p, ok := strings.CutSuffix(rt.Pattern, "*"); ok {
-			if strings.HasPrefix(modelID, p) {
-				return rt, true
-			}
-		} else if rt.Pattern == modelID {
+		if matchPattern(rt.Pattern, modelID) {
 			return rt, true
 		}
 	}
