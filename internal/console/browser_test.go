@@ -4,204 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	cdplog "github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/agentkernel/agentkernel/internal/config"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
 	"github.com/agentkernel/agentkernel/internal/model/anthropictest"
-	"github.com/agentkernel/agentkernel/internal/testenv"
 )
-
-// The console in a real browser: Debian's chromium, driven through the
-// DevTools protocol (chromedp). Every page must load with no console
-// error, no failed request and no refused resource (the CSP reports its
-// refusals as errors), and pass the accessibility basics.
-
-// page is a browser tab on the console, recording what went wrong in it.
-type page struct {
-	t    *testing.T
-	ctx  context.Context
-	base string
-	mu   sync.Mutex
-	errs []string
-	// shots is where screenshots go (the test's artifact directory).
-	shots string
-}
-
-func newPage(t *testing.T, base string) *page {
-	t.Helper()
-	chrome := testenv.Command(t, "chromium", "apt-get install chromium; scripts/test.sh installs it")
-	profile, err := os.MkdirTemp("", "akchrome")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
-		chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 900))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	p := &page{t: t, ctx: ctx, base: base, shots: t.ArtifactDir()}
-	t.Cleanup(func() {
-		// Ends the browser and waits for it, then removes its profile.
-		_ = chromedp.Cancel(ctx)
-		cancel()
-		cancelAlloc()
-		os.RemoveAll(profile)
-	})
-	if err := chromedp.Listen(ctx, func(ev any) {
-		switch e := ev.(type) {
-		case *runtime.EventExceptionThrown:
-			p.fault("exception: %s %s", e.ExceptionDetails.Text, exceptionText(e.ExceptionDetails))
-		case *runtime.EventConsoleAPICalled:
-			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeAssert {
-				var args []string
-				for _, a := range e.Args {
-					args = append(args, fmt.Sprint(a.Value)+a.Description)
-				}
-				p.fault("console.%s: %s", e.Type, strings.Join(args, " "))
-			}
-		case *cdplog.EventEntryAdded:
-			if e.Entry.Level == cdplog.EntryLevelError {
-				p.fault("log (%s): %s %s", e.Entry.Source, e.Entry.Text, e.Entry.URL)
-			}
-		case *network.EventLoadingFailed:
-			if !e.Canceled {
-				p.fault("request failed: %s (%s)", e.ErrorText, e.BlockedReason)
-			}
-		case *network.EventResponseReceived:
-			if e.Response.Status >= 400 {
-				p.fault("HTTP %d for %s", e.Response.Status, e.Response.URL)
-			}
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range []error{
-		call(ctx, network.Enable, network.EnableParams{}),
-		call(ctx, runtime.Enable, cdp.Empty{}),
-		call(ctx, cdplog.Enable, cdp.Empty{}),
-	} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return p
-}
-
-func call[P, R any](ctx context.Context, cmd cdp.Command[P, R], params P) error {
-	_, err := chromedp.Call(ctx, cmd, params)
-	return err
-}
-
-func exceptionText(d *runtime.ExceptionDetails) string {
-	if d.Exception != nil {
-		return d.Exception.Description
-	}
-	return ""
-}
-
-func (p *page) fault(format string, args ...any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.errs = append(p.errs, fmt.Sprintf(format, args...))
-}
-
-// run runs browser actions, failing the test on an error.
-func (p *page) run(what string, actions ...chromedp.Action[chromedp.Void]) {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, time.Minute)
-	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		p.t.Fatalf("%s: %v\nbrowser faults: %v", what, err, p.errs)
-	}
-}
-
-// eval evaluates a script in the page and returns its value.
-func eval[T any](p *page, what, expr string) T {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, time.Minute)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		p.t.Fatalf("%s: %v\nbrowser faults: %v", what, err, p.errs)
-	}
-	return v
-}
-
-// check fails the test on anything that went wrong in the page so far,
-// checks the accessibility basics of the page shown and keeps a
-// screenshot of it.
-func (p *page) check(name string) {
-	p.t.Helper()
-	p.mu.Lock()
-	errs := append([]string(nil), p.errs...)
-	p.mu.Unlock()
-	if len(errs) > 0 {
-		p.t.Fatalf("page %s: %d browser faults:\n%s", name, len(errs), strings.Join(errs, "\n"))
-	}
-	violations := eval[[]string](p, "accessibility check of "+name, a11yCheck)
-	if len(violations) > 0 {
-		p.t.Fatalf("page %s: accessibility:\n%s", name, strings.Join(violations, "\n"))
-	}
-	// The keyboard reaches the page's controls in order: from the skip
-	// link, each Tab lands on the next of them (the first 30 are tried).
-	want := eval[[]string](p, "focusable controls", `(() => {
-		const els = [...document.querySelectorAll('a[href], button, input:not([type=hidden]), select, textarea, summary')]
-			.filter((el) => !el.disabled && el.checkVisibility({checkVisibilityCSS: true, contentVisibilityAuto: true}) && el.tabIndex >= 0);
-		els.forEach((el, i) => el.dataset.kbd = i);
-		document.querySelector('.skip').focus();
-		return els.slice(1, 31).map((el) => el.dataset.kbd);
-	})()`)
-	for i, w := range want {
-		p.run("Tab", chromedp.KeyEvent("\t"))
-		if got := eval[string](p, "focus", `document.activeElement.dataset.kbd || document.activeElement.tagName`); got != w {
-			p.t.Fatalf("page %s: keyboard: Tab %d lands on %s, want control %s", name, i+1, got, w)
-		}
-	}
-	ctx, cancel := context.WithTimeout(p.ctx, time.Minute)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(p.shots, name+".png"), png, 0o644); err != nil {
-		p.t.Fatal(err)
-	}
-}
-
-// a11yCheck lists what a page misses of the accessibility basics.
-const a11yCheck = `(() => {
-  const v = [];
-  const name = (el) => (el.getAttribute("aria-label") || el.getAttribute("aria-labelledby") || el.textContent || el.value || el.title || "").trim();
-  for (const el of document.querySelectorAll("input:not([type=hidden]), select, textarea")) {
-    const byFor = el.id && document.querySelector('label[for="' + CSS.escape(el.id) + '"]');
-    if (!byFor && !el.closest("label") && !el.getAttribute("aria-label") && !el.getAttribute("aria-labelledby")) v.push("no label: " + el.outerHTML.slice(0, 100));
-  }
-  for (const el of document.querySelectorAll("button, a[href], summary")) if (!name(el)) v.push("no accessible name: " + el.outerHTML.slice(0, 100));
-  for (const el of document.querySelectorAll("img")) if (!el.hasAttribute("alt")) v.push("img without alt: " + el.outerHTML.slice(0, 100));
-  for (const el of document.querySelectorAll("[tabindex]")) if (+el.getAttribute("tabindex") > 0) v.push("positive tabindex: " + el.outerHTML.slice(0, 100));
-  for (const el of document.querySelectorAll("th")) if (!el.getAttribute("scope")) v.push("th without scope: " + el.outerHTML.slice(0, 100));
-  const h1 = document.querySelectorAll("h1").length;
-  if (h1 !== 1) v.push("h1 count " + h1);
-  if (!document.querySelector("main")) v.push("no main landmark");
-  if (!document.documentElement.lang) v.push("no lang on html");
-  if (!document.title.trim()) v.push("no title");
-  const ids = new Set();
-  for (const el of document.querySelectorAll("[id]")) { if (ids.has(el.id)) v.push("duplicate id " + el.id); ids.add(el.id); }
-  return v;
-})()`
 
 // browserModel: a message asking for "long" runs a command that takes a
 // minute (to interrupt); any other runs a short command; a tool result
@@ -371,5 +184,25 @@ func putFile(t *testing.T, d *daemontest.Daemon, id, name, content string) {
 	resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		t.Fatalf("PUT %s: %s", name, resp.Status)
+	}
+}
+
+// TestBrowserAnotherTenantsNotFound: another tenant's session and sandbox,
+// opened by id, answer the Not found page, which is itself a checked page.
+func TestBrowserAnotherTenantsNotFound(t *testing.T) {
+	d := daemontest.Start(t)
+	sid := newSession(t, d, d.AdminKey)
+	var sb struct{ ID string }
+	apiJSON(t, d, d.AdminKey, "POST", "/v1/sandboxes", map[string]any{}, &sb)
+	p := newPage(t, d.URL)
+	p.run("log in", chromedp.Navigate(d.URL+"/console/login"), chromedp.WaitVisible("#key"),
+		chromedp.SendKeys("#key", otherTenantKey(t, d)), chromedp.Submit("#key"), chromedp.WaitVisible("form.logout"))
+	for _, path := range []string{"/console/sessions/" + sid, "/console/sandboxes/" + sb.ID} {
+		p.expect(http.StatusNotFound, path)
+		p.run("open "+path, chromedp.Navigate(d.URL+path), chromedp.WaitVisible("h1"))
+		if h1 := eval[string](p, "heading", `document.querySelector("h1").textContent`); h1 != "Not found" {
+			t.Fatalf("%s: the page says %q", path, h1)
+		}
+		p.check("not-found-" + strings.Split(path, "/")[2])
 	}
 }
