@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentkernel/agentkernel"
@@ -39,9 +40,12 @@ func (e storageEntry) Head() string {
 	return eventView{Text: e.Value}.FirstLines()
 }
 
+// objectsPerPage is how many objects the list shows at a time.
+var objectsPerPage = 100
+
 func (c *Console) objectList(w http.ResponseWriter, r *http.Request, u *user) {
 	in := r.URL.Query()
-	q := url.Values{"limit": {"100"}}
+	q := url.Values{"limit": {strconv.Itoa(objectsPerPage)}}
 	class := strings.TrimSpace(in.Get("class"))
 	if class != "" {
 		q.Set("class", class)
@@ -76,17 +80,14 @@ func (c *Console) objectList(w http.ResponseWriter, r *http.Request, u *user) {
 		c.failAPI(w, r, u, err)
 		return
 	}
-	next := ""
+	// The API's cursor is the last object's "class/id" (objects are listed
+	// by class, then id).
+	cursor := ""
 	if objs.HasMore && len(objs.Data) > 0 {
-		nq := url.Values{"after": {objs.Data[len(objs.Data)-1].ID}}
-		if class != "" {
-			nq.Set("class", class)
-		}
-		if status != "" {
-			nq.Set("status", status)
-		}
-		next = Prefix + "/objects?" + nq.Encode()
+		last := objs.Data[len(objs.Data)-1]
+		cursor = last.Class + "/" + last.ID
 	}
+	next := nextPage("/objects", q, []string{"class", "status"}, "after", cursor)
 	c.render(w, r, u, http.StatusOK, "objects", map[string]any{
 		"Classes": classes.Data, "Objects": objs.Data, "Class": class, "Status": status, "Next": next,
 	})
@@ -141,15 +142,10 @@ func (c *Console) auditLog(w http.ResponseWriter, r *http.Request, u *user) {
 		c.failAPI(w, r, u, err)
 		return
 	}
-	next := ""
+	cursor := ""
 	if audit.HasMore && len(audit.Data) > 0 {
-		nq := url.Values{"after": {audit.Data[len(audit.Data)-1].ID}}
-		for _, k := range []string{"kind", "subject"} {
-			if v := q.Get(k); v != "" {
-				nq.Set(k, v)
-			}
-		}
-		next = Prefix + "/audit?" + nq.Encode()
+		cursor = audit.Data[len(audit.Data)-1].ID
 	}
+	next := nextPage("/audit", q, []string{"kind", "subject"}, "after", cursor)
 	c.render(w, r, u, http.StatusOK, "audit", map[string]any{"Records": audit.Data, "Kind": q.Get("kind"), "Subject": q.Get("subject"), "Next": next})
 }

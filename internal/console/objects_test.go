@@ -1,8 +1,12 @@
 package console_test
 
 import (
+	"fmt"
+	"html"
 	"net/http"
+	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/agentkernel/agentkernel/internal/config"
+	"github.com/agentkernel/agentkernel/internal/console"
 	"github.com/agentkernel/agentkernel/internal/daemon/daemontest"
 	"github.com/agentkernel/agentkernel/internal/testenv"
 )
@@ -150,5 +155,55 @@ func TestObjectStorageViewer(t *testing.T) {
 		if _, body := o.do(http.MethodGet, path, nil, nil); strings.Contains(body, "wcounter/s1</") || strings.Contains(body, "ObjectCreated") {
 			t.Fatalf("another tenant sees the object on %s", path)
 		}
+	}
+}
+
+// TestObjectListPages: the objects list's next page continues where the
+// first ended — the API's cursor is the last object's class/id, and a
+// link that sent only its id was refused by the API — and keeps the
+// list's filter.
+func TestObjectListPages(t *testing.T) {
+	console.SetObjectsPerPage(t, 2)
+	app := counterApp(t)
+	d := daemontest.Start(t, func(c *config.Config) {
+		c.Objects = []config.ObjectClassConfig{{Class: "wcounter", InitCommand: []string{"/app/counter"}, AppDir: app, StorageMode: "write-through"}}
+		c.DurableObjects.AppRoots = []string{app}
+	})
+	ids := []string{"p1", "p2", "p3"}
+	t.Cleanup(func() {
+		for _, id := range ids {
+			req, _ := http.NewRequest(http.MethodDelete, d.URL+"/v1/objects/wcounter/"+id, nil)
+			req.Header.Set("x-api-key", d.AdminKey)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+	})
+	for _, id := range ids {
+		apiJSON(t, d, d.AdminKey, "POST", "/v1/objects/wcounter/"+id+"/call", map[string]any{"method": "increment"}, nil)
+	}
+	b := newBrowser(t, d)
+	b.login(d.AdminKey)
+	next := regexp.MustCompile(`<a href="(/console/objects\?[^"]+)">More objects</a>`)
+	listed := func(body string) (out []string) {
+		for _, id := range ids {
+			if strings.Contains(body, `href="/console/objects/wcounter/`+id+`"`) {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	resp, body := b.do(http.MethodGet, "/console/objects?class=wcounter", nil, nil)
+	m := next.FindStringSubmatch(body)
+	if resp.StatusCode != http.StatusOK || m == nil || fmt.Sprint(listed(body)) != "[p1 p2]" {
+		t.Fatalf("the first page: %d, objects %v, next %v\n%s", resp.StatusCode, listed(body), m, body)
+	}
+	link := html.UnescapeString(m[1])
+	if u, _ := url.Parse(link); u.Query().Get("class") != "wcounter" || u.Query().Get("after") != "wcounter/p2" {
+		t.Fatalf("the next page's link %s: want after=wcounter/p2 and the class kept", link)
+	}
+	resp, body = b.do(http.MethodGet, link, nil, nil)
+	if resp.StatusCode != http.StatusOK || fmt.Sprint(listed(body)) != "[p3]" || next.MatchString(body) {
+		t.Fatalf("the second page (%s): %d, objects %v\n%s", link, resp.StatusCode, listed(body), body)
 	}
 }

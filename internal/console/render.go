@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -152,6 +153,23 @@ var funcs = template.FuncMap{
 }
 
 // ago is a time as "3m ago" (its exact value is in the title).
+// nextPage is the link to the page of a list after this one: the list's
+// path with the filters it was asked with (those of keys that are set in
+// asked) and the cursor the API gave, under cursorKey; "" when the API
+// said there is no next page (an empty cursor).
+func nextPage(path string, asked url.Values, keys []string, cursorKey, cursor string) string {
+	if cursor == "" {
+		return ""
+	}
+	q := url.Values{cursorKey: {cursor}}
+	for _, k := range keys {
+		if v := asked.Get(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	return Prefix + path + "?" + q.Encode()
+}
+
 func ago(t time.Time) string {
 	if t.IsZero() {
 		return ""

@@ -134,16 +134,7 @@ func (c *Console) sessionList(w http.ResponseWriter, r *http.Request, u *user) {
 	for i := range list.Data {
 		list.Data[i].Cost = c.cost(list.Data[i])
 	}
-	next := ""
-	if list.NextPage != "" {
-		nq := url.Values{"page": {list.NextPage}}
-		for _, k := range []string{"status", "agent_id", "archived"} {
-			if v := in.Get(k); v != "" {
-				nq.Set(k, v)
-			}
-		}
-		next = Prefix + "/sessions?" + nq.Encode()
-	}
+	next := nextPage("/sessions", in, []string{"status", "agent_id", "archived"}, "page", list.NextPage)
 	c.render(w, r, u, http.StatusOK, "sessions", map[string]any{
 		"Sessions": list.Data, "Statuses": sessionStatuses, "Status": status, "AgentID": agent,
 		"Archived": archived, "Next": next,

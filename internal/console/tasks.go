@@ -111,16 +111,11 @@ func (c *Console) taskList(w http.ResponseWriter, r *http.Request, u *user) {
 		c.failAPI(w, r, u, err)
 		return
 	}
-	next := ""
+	cursor := ""
 	if list.HasMore && len(list.Data) > 0 {
-		nq := url.Values{"after": {list.Data[len(list.Data)-1].ID}}
-		for _, k := range []string{"status", "kind", "ticket_id"} {
-			if v := q.Get(k); v != "" {
-				nq.Set(k, v)
-			}
-		}
-		next = Prefix + "/tasks?" + nq.Encode()
+		cursor = list.Data[len(list.Data)-1].ID
 	}
+	next := nextPage("/tasks", q, []string{"status", "kind", "ticket_id"}, "after", cursor)
 	c.render(w, r, u, http.StatusOK, "tasks", map[string]any{
 		"Tasks": list.Data, "Statuses": taskStatuses, "Status": q.Get("status"), "After": q.Get("after"),
 		"Next": next, "PerPage": tasksPerPage,
