@@ -75,6 +75,32 @@
     }
   }
 
+  // An event's fold loads its JSON when first opened (the page carries a
+  // link to it, which is what a reader without this script follows).
+  function eventJSON() {
+    document.addEventListener("toggle", async (e) => {
+      const fold = e.target;
+      if (!fold.open || !fold.classList || !fold.classList.contains("ev-raw") || fold.dataset.loaded) return;
+      const link = fold.querySelector("a[href]");
+      const pre = fold.querySelector("pre");
+      if (!link || !pre) return;
+      fold.dataset.loaded = "1";
+      let text;
+      try {
+        const resp = await fetch(link.href, { credentials: "same-origin" });
+        text = await resp.text();
+        if (!resp.ok) throw new Error(resp.status === 404 ? "not found" : "HTTP " + resp.status);
+        pre.classList.remove("is-error");
+      } catch (err) {
+        text = "[the event's JSON could not be loaded: " + err.message + "; close and open the fold to try again]";
+        pre.classList.add("is-error");
+        delete fold.dataset.loaded;
+      }
+      pre.textContent = text;
+      pre.hidden = false;
+    }, true); // toggle does not bubble: caught on its way down, for every event however it came
+  }
+
   function steer() {
     for (const id of ["send", "interrupt"]) {
       const form = document.getElementById(id);
@@ -100,6 +126,7 @@
     if (traj) {
       follow(traj);
       older(traj);
+      eventJSON();
     }
     steer();
   });
