@@ -22,27 +22,28 @@ import (
 // jsonMarker is in an event's JSON only: no view of the page shows it.
 const jsonMarker = "seen-only-in-the-json"
 
-// storeEvents writes a long tool result and an event whose JSON carries
-// jsonMarker straight into the store, and returns the marked event's id.
-func storeEvents(t *testing.T, d *daemontest.Daemon, sid string) (marked string, output string) {
+// storeEvents writes a tool result of 40 lines and an event whose JSON
+// carries jsonMarker straight into the store, and returns their ids and the
+// output.
+func storeEvents(t *testing.T, d *daemontest.Daemon, sid string) (marked, result, output string) {
 	t.Helper()
 	var lines []string
 	for i := 1; i <= 40; i++ {
 		lines = append(lines, fmt.Sprintf("output line %d", i))
 	}
 	output = strings.Join(lines, "\n")
-	result, _ := json.Marshal(map[string]any{"type": "agent.tool_result", "is_error": false,
+	res, _ := json.Marshal(map[string]any{"type": "agent.tool_result", "is_error": false,
 		"content": []any{map[string]any{"type": "text", "text": output}}})
 	msg, _ := json.Marshal(map[string]any{"type": "agent.message", "marker": jsonMarker,
 		"content": []any{map[string]any{"type": "text", "text": "the answer"}}})
-	marked = ids.New("sevt")
+	marked, result = ids.New("sevt"), ids.New("sevt")
 	if _, err := d.Store().AppendEvents(context.Background(), sid, []store.NewEvent{
-		{ID: ids.New("sevt"), Type: "agent.tool_result", Data: result},
+		{ID: result, Type: "agent.tool_result", Data: res},
 		{ID: marked, Type: "agent.message", Data: msg},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return marked, output
+	return marked, result, output
 }
 
 // TestEventJSONIsLoadedOnDemand: the page links each event's fold to the
@@ -51,7 +52,7 @@ func storeEvents(t *testing.T, d *daemontest.Daemon, sid string) (marked string,
 func TestEventJSONIsLoadedOnDemand(t *testing.T) {
 	d := daemontest.Start(t)
 	sid := newSession(t, d, d.AdminKey)
-	eid, _ := storeEvents(t, d, sid)
+	eid, rid, output := storeEvents(t, d, sid)
 	b := newBrowser(t, d)
 	b.login(d.AdminKey)
 
@@ -66,12 +67,17 @@ func TestEventJSONIsLoadedOnDemand(t *testing.T) {
 	if !strings.Contains(page, `href="`+route+`"`) {
 		t.Fatalf("the event's fold does not link to %s", route)
 	}
-	// The long output is on the page once: its first lines, then the rest.
-	if n := strings.Count(page, "output line 1\n"); n != 1 {
-		t.Fatalf("the output's first line is on the page %d times", n)
+	// A long output: its first lines on the page, the rest at its text
+	// route.
+	if n := strings.Count(page, "output line 1\n"); n != 1 || !strings.Contains(page, "output line 12") || strings.Contains(page, "output line 13") {
+		t.Fatalf("the long output on the page: its first line %d times, or beyond its first 12 lines", n)
 	}
-	if !strings.Contains(page, "output line 40") {
-		t.Fatal("the end of the long output is not on the page")
+	textRoute := "/console/sessions/" + sid + "/events/" + rid + "/text"
+	if !strings.Contains(page, `href="`+textRoute+`"`) {
+		t.Fatalf("the output's fold does not link to %s", textRoute)
+	}
+	if resp, body := b.do(http.MethodGet, textRoute, nil, nil); resp.StatusCode != http.StatusOK || body != output || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("the output's text: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 
 	resp, body := b.do(http.MethodGet, route, nil, nil)
@@ -103,12 +109,12 @@ func TestEventJSONIsLoadedOnDemand(t *testing.T) {
 
 // TestBrowserEventFoldLoadsItsJSON: opening an event's fold shows its JSON
 // (fetched then, under the console's CSP), for an event the page rendered
-// and for one that arrived live; a long output opens to its whole text,
-// its first lines once.
+// and for one that arrived live; a long output opens to its whole text
+// (fetched too), its first lines once.
 func TestBrowserEventFoldLoadsItsJSON(t *testing.T) {
 	d := daemontest.Start(t)
 	sid := newSession(t, d, d.AdminKey)
-	eid, output := storeEvents(t, d, sid)
+	eid, _, output := storeEvents(t, d, sid)
 	p := newPage(t, d.URL)
 	p.run("log in", chromedp.Navigate(d.URL+"/console/login"), chromedp.WaitVisible("#key"),
 		chromedp.SendKeys("#key", d.AdminKey), chromedp.Submit("#key"), chromedp.WaitVisible("form.logout"))
@@ -132,12 +138,10 @@ func TestBrowserEventFoldLoadsItsJSON(t *testing.T) {
 		t.Fatalf("the fold shows %v (%v)", ev, err)
 	}
 
-	// The long output: opened, it reads as the tool printed it.
+	// The long output: opened, it reads whole, as the tool printed it.
 	p.run("open the output", chromedp.Click(`li[data-type="agent.tool_result"] details.ev-fold > summary`))
-	shown := eval[string](p, "the output shown", `[...document.querySelectorAll('li[data-type="agent.tool_result"] details.ev-fold pre')].map((e) => e.innerText).join("\n")`)
-	if strings.TrimSpace(shown) != output {
-		t.Fatalf("the opened output reads:\n%s\nwant:\n%s", shown, output)
-	}
+	shown := `[...document.querySelectorAll('li[data-type="agent.tool_result"] details.ev-fold pre')].filter((e) => e.checkVisibility()).map((e) => e.textContent).join("\n")`
+	wait("the whole output", shown+fmt.Sprintf(" === %q", output))
 
 	// An event that arrives live has its fold too.
 	apiJSON(t, d, d.AdminKey, "POST", "/v1/sessions/"+sid+"/events", map[string]any{"events": []any{map[string]any{"type": "user.interrupt"}}}, nil)

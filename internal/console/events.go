@@ -25,7 +25,9 @@ type eventView struct {
 	// Tool is the tool's name (tool uses), Input its pretty input.
 	Tool, Input string
 	IsError     bool
-	// Fold: Text is long and shown folded.
+	// Fold: Text is long: the page carries its first lines, and the
+	// fold loads the rest when opened (a page of 200 long outputs stays
+	// a few hundred KB).
 	Fold bool
 	// Session is the session's id: the event's JSON is at
 	// sessions/{Session}/events/{ID}, loaded when its fold opens (inlined,
@@ -171,7 +173,3 @@ func (v eventView) FirstLines() string {
 	}
 	return s
 }
-
-// Rest is what an opened fold adds below FirstLines: the text is on the
-// page once, not its first lines twice.
-func (v eventView) Rest() string { return v.Text[len(v.FirstLines()):] }

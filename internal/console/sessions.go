@@ -25,6 +25,7 @@ func (c *Console) registerSessions() {
 	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/older", c.authed(c.sessionOlder))
 	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/live", c.authed(c.sessionLive))
 	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/events/{event}", c.authed(c.sessionEvent))
+	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/events/{event}/text", c.authed(c.sessionEventText))
 	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/message", c.authed(c.sessionMessage))
 	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/interrupt", c.authed(c.sessionInterrupt))
 	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/confirm", c.authed(c.sessionConfirm))
@@ -212,14 +213,37 @@ func (c *Console) sessionOlder(w http.ResponseWriter, r *http.Request, u *user) 
 // page shows once opened (the script puts it there; without a script the
 // fold links here).
 func (c *Console) sessionEvent(w http.ResponseWriter, r *http.Request, u *user) {
-	var ev json.RawMessage
-	path := "/v1/sessions/" + url.PathEscape(r.PathValue("id")) + "/events/" + url.PathEscape(r.PathValue("event"))
-	if err := c.call(r.Context(), u, http.MethodGet, path, nil, nil, &ev); err != nil {
+	ev, err := c.event(r, u)
+	if err != nil {
 		c.failAPI(w, r, u, err)
 		return
 	}
+	plainText(w, pretty(ev))
+}
+
+// sessionEventText is the whole text of an event whose page shows only
+// its first lines (a long tool output, say): fetched when its fold opens,
+// or followed from the fold's link.
+func (c *Console) sessionEventText(w http.ResponseWriter, r *http.Request, u *user) {
+	ev, err := c.event(r, u)
+	if err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	plainText(w, viewEvent(r.PathValue("id"), ev).Text)
+}
+
+// event reads the request's event through its session.
+func (c *Console) event(r *http.Request, u *user) (json.RawMessage, error) {
+	var ev json.RawMessage
+	path := "/v1/sessions/" + url.PathEscape(r.PathValue("id")) + "/events/" + url.PathEscape(r.PathValue("event"))
+	err := c.call(r.Context(), u, http.MethodGet, path, nil, nil, &ev)
+	return ev, err
+}
+
+func plainText(w http.ResponseWriter, s string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = io.WriteString(w, pretty(ev))
+	_, _ = io.WriteString(w, s)
 }
 
 // sessionLive streams the session's new events as rendered HTML (SSE):

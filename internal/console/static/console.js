@@ -75,29 +75,32 @@
     }
   }
 
-  // An event's fold loads its JSON when first opened (the page carries a
-  // link to it, which is what a reader without this script follows).
-  function eventJSON() {
+  // An event's folds load what they hold when first opened: its JSON, the
+  // whole of a long text. The page carries a link to it, which is what a
+  // reader without this script follows.
+  function foldLoads() {
     document.addEventListener("toggle", async (e) => {
       const fold = e.target;
-      if (!fold.open || !fold.classList || !fold.classList.contains("ev-raw") || fold.dataset.loaded) return;
-      const link = fold.querySelector("a[href]");
-      const pre = fold.querySelector("pre");
+      if (!fold.open || !fold.classList || !fold.classList.contains("ev-load") || fold.dataset.loading) return;
+      if (fold.classList.contains("loaded")) return;
+      const link = fold.querySelector(":scope > p a[href]");
+      const pre = fold.querySelector(":scope > pre");
       if (!link || !pre) return;
-      fold.dataset.loaded = "1";
-      let text;
+      fold.dataset.loading = "1";
       try {
         const resp = await fetch(link.href, { credentials: "same-origin" });
-        text = await resp.text();
+        const text = await resp.text();
         if (!resp.ok) throw new Error(resp.status === 404 ? "not found" : "HTTP " + resp.status);
+        pre.textContent = text;
         pre.classList.remove("is-error");
+        fold.classList.add("loaded");
       } catch (err) {
-        text = "[the event's JSON could not be loaded: " + err.message + "; close and open the fold to try again]";
+        pre.textContent = "[could not be loaded: " + err.message + "; close and open the fold to try again]";
         pre.classList.add("is-error");
-        delete fold.dataset.loaded;
+      } finally {
+        pre.hidden = false;
+        delete fold.dataset.loading;
       }
-      pre.textContent = text;
-      pre.hidden = false;
     }, true); // toggle does not bubble: caught on its way down, for every event however it came
   }
 
@@ -126,7 +129,7 @@
     if (traj) {
       follow(traj);
       older(traj);
-      eventJSON();
+      foldLoads();
     }
     steer();
   });
