@@ -309,3 +309,57 @@ func TestManagedStreamEndsWhenTheDaemonStops(t *testing.T) {
 		t.Fatalf("daemon stop: %v", err)
 	}
 }
+
+// TestManagedEventByID: GET /v1/sessions/{id}/events/{event_id}, agentkernel's
+// own route, answers one event as the list does, and only through its own
+// session: another session (even the same tenant's), another tenant or
+// another environment's key gets a 404.
+func TestManagedEventByID(t *testing.T) {
+	ctx := context.Background()
+	d := daemontest.Start(t)
+	c := sdkClient(d, d.AdminKey)
+	// Self-hosted environments: their keys are environment keys.
+	selfHosted := func(name string) string {
+		code, body := rawCall(t, d, d.AdminKey, http.MethodPost, "/v1/environments", fmt.Sprintf(`{"name":%q,"config":{"type":"self_hosted"}}`, name))
+		var env struct{ ID string }
+		if err := json.Unmarshal(body, &env); code != http.StatusOK || err != nil {
+			t.Fatalf("self_hosted environment: %d %s", code, body)
+		}
+		return env.ID
+	}
+	a, e := newAgent(t, c, "a"), selfHosted("e")
+	s := newSession(t, c, a.ID, e)
+	if _, err := c.Beta.Sessions.Events.Send(ctx, s.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{
+		{OfUserInterrupt: &anthropic.BetaManagedAgentsUserInterruptEventParams{Type: anthropic.BetaManagedAgentsUserInterruptEventParamsTypeUserInterrupt}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.Beta.Sessions.Events.List(ctx, s.ID, anthropic.BetaSessionEventListParams{})
+	if err != nil || len(list.Data) == 0 {
+		t.Fatalf("list: %v %v", list, err)
+	}
+	ev := list.Data[0]
+	path := "/v1/sessions/" + s.ID + "/events/" + ev.ID
+	code, body := rawCall(t, d, d.AdminKey, http.MethodGet, path, "")
+	var got map[string]any
+	if err := json.Unmarshal(body, &got); code != http.StatusOK || err != nil || got["id"] != ev.ID || got["type"] != "user.interrupt" || got["processed_at"] == nil {
+		t.Fatalf("GET %s: %d %s", path, code, body)
+	}
+	if code, body := rawCall(t, d, d.AdminKey, http.MethodGet, path+"?limit=1", ""); code != http.StatusBadRequest {
+		t.Fatalf("an unknown query parameter: %d %s", code, body)
+	}
+	other := newSession(t, c, a.ID, e)
+	for name, tc := range map[string]struct{ key, path string }{
+		"another session":     {d.AdminKey, "/v1/sessions/" + other.ID + "/events/" + ev.ID},
+		"an unknown event":    {d.AdminKey, "/v1/sessions/" + s.ID + "/events/sevt_nope"},
+		"another tenant":      {tenantKey(t, d, "other"), path},
+		"another environment": {envKey(t, d, d.AdminKey, selfHosted("e2")), path},
+	} {
+		if code, body := rawCall(t, d, tc.key, http.MethodGet, tc.path, ""); code != http.StatusNotFound {
+			t.Errorf("%s: %d %s", name, code, body)
+		}
+	}
+	if code, body := rawCall(t, d, envKey(t, d, d.AdminKey, e), http.MethodGet, path, ""); code != http.StatusOK {
+		t.Fatalf("the session's environment key: %d %s", code, body)
+	}
+}

@@ -100,6 +100,7 @@ func (s *Server) registerManagedRoutes(o *ManagedOptions) {
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events", oe(m.listEvents))
 	s.mux.HandleFunc("POST /v1/sessions/{id}/events", oe(s.noQuery(m.sendEvents)))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/events/stream", oe(m.streamEvents))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/events/{event_id}", oe(s.noQuery(m.getEvent)))
 	s.registerThreadRoutes(m)
 
 	if o.Resources != nil {

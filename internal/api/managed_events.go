@@ -132,6 +132,24 @@ func (m *managedAPI) listEvents(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// getEvent is one event of a session, as the list shows it: agentkernel's
+// own route (the console opens an event's JSON on demand rather than
+// inlining every event's). An event of another session is not found, even
+// with the same id (a fork keeps its source's ids).
+func (m *managedAPI) getEvent(w http.ResponseWriter, r *http.Request) {
+	id, eid := r.PathValue("id"), r.PathValue("event_id")
+	if _, err := m.sessionFor(r, id); err != nil {
+		m.writeError(w, r, err)
+		return
+	}
+	e, err := m.st.GetEvent(r.Context(), id, eid)
+	if err != nil {
+		m.writeError(w, r, notFoundAs("event", eid, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, EventJSON(*e))
+}
+
 // listLog serves the events list of the log resolve names (a session's,
 // or a thread's own), once the query is checked.
 func (m *managedAPI) listLog(w http.ResponseWriter, r *http.Request, resolve func() (string, error)) {

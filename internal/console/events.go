@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // foldOver: a text longer than this many lines (or 4 KiB) is shown
@@ -24,10 +25,14 @@ type eventView struct {
 	// Tool is the tool's name (tool uses), Input its pretty input.
 	Tool, Input string
 	IsError     bool
-	// Fold: Text is long and shown folded.
+	// Fold: Text is long: the page carries its first lines, and the
+	// fold loads the rest when opened (a page of 200 long outputs stays
+	// a few hundred KB).
 	Fold bool
-	// Raw is the whole event, pretty, for the details fold.
-	Raw string
+	// Session is the session's id: the event's JSON is at
+	// sessions/{Session}/events/{ID}, loaded when its fold opens (inlined,
+	// every event's JSON was most of a page's weight).
+	Session string
 	// Waiting are the event ids a requires_action idle waits on.
 	Waiting []string
 	// Custom: a custom tool use (the user answers it).
@@ -36,8 +41,8 @@ type eventView struct {
 	ToolUseID string
 }
 
-// viewEvent reads an API event.
-func viewEvent(raw []byte) eventView {
+// viewEvent reads an API event of session sid.
+func viewEvent(sid string, raw []byte) eventView {
 	var e struct {
 		ID          string          `json:"id"`
 		Type        string          `json:"type"`
@@ -61,7 +66,7 @@ func viewEvent(raw []byte) eventView {
 		MCPToolUseID string     `json:"mcp_tool_use_id"`
 	}
 	_ = json.Unmarshal(raw, &e)
-	v := eventView{ID: e.ID, Type: e.Type, At: e.ProcessedAt, Raw: pretty(json.RawMessage(raw)), Text: contentText(e.Content),
+	v := eventView{ID: e.ID, Type: e.Type, At: e.ProcessedAt, Session: sid, Text: contentText(e.Content),
 		ToolUseID: e.ToolUseID + e.MCPToolUseID}
 	switch e.Type {
 	case "user.message":
@@ -152,7 +157,8 @@ func contentText(raw json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
-// FirstLines is the folded view of a long text.
+// FirstLines is the folded view of a long text: its first lines, at most
+// 4 KiB (cut between characters).
 func (v eventView) FirstLines() string {
 	lines := strings.SplitN(v.Text, "\n", foldOver+1)
 	if len(lines) > foldOver {
@@ -161,6 +167,9 @@ func (v eventView) FirstLines() string {
 	s := strings.Join(lines, "\n")
 	if len(s) > 4096 {
 		s = s[:4096]
+		for len(s) > 0 && !utf8.RuneStart(v.Text[len(s)]) {
+			s = s[:len(s)-1]
+		}
 	}
 	return s
 }

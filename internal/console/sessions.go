@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -23,6 +24,8 @@ func (c *Console) registerSessions() {
 	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}", c.authed(c.sessionPage))
 	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/older", c.authed(c.sessionOlder))
 	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/live", c.authed(c.sessionLive))
+	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/events/{event}", c.authed(c.sessionEvent))
+	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/events/{event}/text", c.authed(c.sessionEventText))
 	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/message", c.authed(c.sessionMessage))
 	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/interrupt", c.authed(c.sessionInterrupt))
 	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/confirm", c.authed(c.sessionConfirm))
@@ -157,7 +160,7 @@ func (c *Console) eventsPage(r *http.Request, u *user, id, cursor string) ([]eve
 	}
 	views := make([]eventView, 0, len(list.Data))
 	for i := len(list.Data) - 1; i >= 0; i-- {
-		views = append(views, viewEvent(list.Data[i]))
+		views = append(views, viewEvent(id, list.Data[i]))
 	}
 	return views, list.NextPage, nil
 }
@@ -203,6 +206,43 @@ func (c *Console) sessionOlder(w http.ResponseWriter, r *http.Request, u *user) 
 	c.fragment(w, r, "session", "events", events)
 }
 
+// sessionEvent is one event's whole JSON, as text: what its fold on the
+// page shows once opened (the script puts it there; without a script the
+// fold links here).
+func (c *Console) sessionEvent(w http.ResponseWriter, r *http.Request, u *user) {
+	ev, err := c.event(r, u)
+	if err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	plainText(w, pretty(ev))
+}
+
+// sessionEventText is the whole text of an event whose page shows only
+// its first lines (a long tool output, say): fetched when its fold opens,
+// or followed from the fold's link.
+func (c *Console) sessionEventText(w http.ResponseWriter, r *http.Request, u *user) {
+	ev, err := c.event(r, u)
+	if err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	plainText(w, viewEvent(r.PathValue("id"), ev).Text)
+}
+
+// event reads the request's event through its session.
+func (c *Console) event(r *http.Request, u *user) (json.RawMessage, error) {
+	var ev json.RawMessage
+	path := "/v1/sessions/" + url.PathEscape(r.PathValue("id")) + "/events/" + url.PathEscape(r.PathValue("event"))
+	err := c.call(r.Context(), u, http.MethodGet, path, nil, nil, &ev)
+	return ev, err
+}
+
+func plainText(w http.ResponseWriter, s string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, s)
+}
+
 // sessionLive streams the session's new events as rendered HTML (SSE):
 // each event's id is the API event's, so the browser's reconnection
 // (Last-Event-ID) resumes where it left off.
@@ -228,7 +268,7 @@ func (c *Console) sessionLive(w http.ResponseWriter, r *http.Request, u *user) {
 	err := c.stream(r.Context(), u, "/v1/sessions/"+url.PathEscape(id)+"/events/stream", last, func(ev sseEvent) error {
 		start()
 		var sb strings.Builder
-		if err := t.ExecuteTemplate(&sb, "event", viewEvent(ev.Data)); err != nil {
+		if err := t.ExecuteTemplate(&sb, "event", viewEvent(id, ev.Data)); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "id: %s\nevent: ev\n", ev.ID)

@@ -75,6 +75,35 @@
     }
   }
 
+  // An event's folds load what they hold when first opened: its JSON, the
+  // whole of a long text. The page carries a link to it, which is what a
+  // reader without this script follows.
+  function foldLoads() {
+    document.addEventListener("toggle", async (e) => {
+      const fold = e.target;
+      if (!fold.open || !fold.classList || !fold.classList.contains("ev-load") || fold.dataset.loading) return;
+      if (fold.classList.contains("loaded")) return;
+      const link = fold.querySelector(":scope > p a[href]");
+      const pre = fold.querySelector(":scope > pre");
+      if (!link || !pre) return;
+      fold.dataset.loading = "1";
+      try {
+        const resp = await fetch(link.href, { credentials: "same-origin" });
+        const text = await resp.text();
+        if (!resp.ok) throw new Error(resp.status === 404 ? "not found" : "HTTP " + resp.status);
+        pre.textContent = text;
+        pre.classList.remove("is-error");
+        fold.classList.add("loaded");
+      } catch (err) {
+        pre.textContent = "[could not be loaded: " + err.message + "; close and open the fold to try again]";
+        pre.classList.add("is-error");
+      } finally {
+        pre.hidden = false;
+        delete fold.dataset.loading;
+      }
+    }, true); // toggle does not bubble: caught on its way down, for every event however it came
+  }
+
   function steer() {
     for (const id of ["send", "interrupt"]) {
       const form = document.getElementById(id);
@@ -100,6 +129,7 @@
     if (traj) {
       follow(traj);
       older(traj);
+      foldLoads();
     }
     steer();
   });
