@@ -199,7 +199,7 @@ func TestBrowserAnotherTenantsNotFound(t *testing.T) {
 		chromedp.SendKeys("#key", otherTenantKey(t, d)), chromedp.Submit("#key"), chromedp.WaitVisible("form.logout"))
 	for _, path := range []string{"/console/sessions/" + sid, "/console/sandboxes/" + sb.ID} {
 		p.expect(http.StatusNotFound, path)
-		p.run("open "+path, chromedp.Navigate(d.URL+path), chromedp.WaitVisible("h1"))
+		p.run("open "+path, chromedp.Navigate(d.URL+path), chromedp.WaitVisible(chromedp.CSS("main h1")))
 		if h1 := eval[string](p, "heading", `document.querySelector("h1").textContent`); h1 != "Not found" {
 			t.Fatalf("%s: the page says %q", path, h1)
 		}
