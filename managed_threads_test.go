@@ -3,7 +3,9 @@ package agentkernel_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,6 +161,24 @@ func testSessionThreads(t *testing.T, d *daemontest.Daemon) {
 	}
 	if n := len(threadEventIDs(t, c, s.ID, child2.ID)); n != 0 {
 		t.Fatalf("the other child has %d events", n)
+	}
+	// One event of a thread's own log (agentkernel's route): found through
+	// its thread only, not through the session's log, another thread or
+	// another tenant.
+	one := "/v1/sessions/" + s.ID + "/threads/" + child.ID + "/events/" + intr
+	if code, body := rawCall(t, d, d.AdminKey, http.MethodGet, one, ""); code != http.StatusOK || !strings.Contains(string(body), `"id":"`+intr+`"`) {
+		t.Fatalf("GET %s: %d %s", one, code, body)
+	}
+	for name, tc := range map[string]struct{ key, path string }{
+		"through the session's log": {d.AdminKey, "/v1/sessions/" + s.ID + "/events/" + intr},
+		"through the primary":       {d.AdminKey, "/v1/sessions/" + s.ID + "/threads/" + primary + "/events/" + intr},
+		"through the other child":   {d.AdminKey, "/v1/sessions/" + s.ID + "/threads/" + child2.ID + "/events/" + intr},
+		"an unknown thread":         {d.AdminKey, "/v1/sessions/" + s.ID + "/threads/sthr_nope/events/" + intr},
+		"another tenant":            {tenantKey(t, d, "other2"), one},
+	} {
+		if code, body := rawCall(t, d, tc.key, http.MethodGet, tc.path, ""); code != http.StatusNotFound {
+			t.Errorf("%s: %d %s", name, code, body)
+		}
 	}
 
 	// Interrupting the primary thread by its id goes to the session;

@@ -137,12 +137,25 @@ func (m *managedAPI) listEvents(w http.ResponseWriter, r *http.Request) {
 // inlining every event's). An event of another session is not found, even
 // with the same id (a fork keeps its source's ids).
 func (m *managedAPI) getEvent(w http.ResponseWriter, r *http.Request) {
-	id, eid := r.PathValue("id"), r.PathValue("event_id")
-	if _, err := m.sessionFor(r, id); err != nil {
+	id := r.PathValue("id")
+	m.getLogEvent(w, r, func() (string, error) {
+		if _, err := m.sessionFor(r, id); err != nil {
+			return "", err
+		}
+		return id, nil
+	})
+}
+
+// getLogEvent serves one event of the log resolve names (a session's, or
+// a thread's own): not found when it is another log's.
+func (m *managedAPI) getLogEvent(w http.ResponseWriter, r *http.Request, resolve func() (string, error)) {
+	logID, err := resolve()
+	if err != nil {
 		m.writeError(w, r, err)
 		return
 	}
-	e, err := m.st.GetEvent(r.Context(), id, eid)
+	eid := r.PathValue("event_id")
+	e, err := m.st.GetEvent(r.Context(), logID, eid)
 	if err != nil {
 		m.writeError(w, r, notFoundAs("event", eid, err))
 		return

@@ -20,6 +20,7 @@ func (s *Server) registerThreadRoutes(m *managedAPI) {
 	s.mux.HandleFunc("POST /v1/sessions/{id}/threads/{thread_id}/archive", oa(s.noQuery(m.archiveThread)))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/threads/{thread_id}/events", oa(m.listThreadEvents))
 	s.mux.HandleFunc("GET /v1/sessions/{id}/threads/{thread_id}/stream", oa(m.streamThreadEvents))
+	s.mux.HandleFunc("GET /v1/sessions/{id}/threads/{thread_id}/events/{event_id}", oa(s.noQuery(m.getThreadEvent)))
 }
 
 // threadStatuses are the values of the list's statuses filter.
@@ -123,6 +124,12 @@ func (m *managedAPI) threadLog(r *http.Request) func() (string, error) {
 // does (the primary thread's are the session's).
 func (m *managedAPI) listThreadEvents(w http.ResponseWriter, r *http.Request) {
 	m.listLog(w, r, m.threadLog(r))
+}
+
+// getThreadEvent is one event of a thread's own log, as its list shows it
+// (agentkernel's own route, beside GET /v1/sessions/{id}/events/{event_id}).
+func (m *managedAPI) getThreadEvent(w http.ResponseWriter, r *http.Request) {
+	m.getLogEvent(w, r, m.threadLog(r))
 }
 
 // streamThreadEvents streams a thread's own events as the session stream
