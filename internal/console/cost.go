@@ -35,11 +35,13 @@ type costView struct {
 	Known bool
 	Text  string
 	Title string
+	// USD is the cost, when Known.
+	USD float64
 }
 
-// cost is the session's cost.
-func (c *Console) cost(s sessionJSON) costView {
-	id := s.Agent.Model.ID
+// cost is what usage costs at model id's price: a session's, or a
+// thread's (which runs its own agent's model).
+func (c *Console) cost(id string, u sessionUsageJSON) costView {
 	var p model.Price
 	ok := false
 	if c.o.Price != nil {
@@ -48,11 +50,10 @@ func (c *Console) cost(s sessionJSON) costView {
 	if !ok {
 		return costView{Title: fmt.Sprintf("No price is set for model %q; [prices.%q] in agentkernel.toml sets one.", id, id)}
 	}
-	u := s.Usage
 	usd := p.Cost(model.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CacheReadInputTokens: u.CacheReadInputTokens, CacheCreationInputTokens: u.CacheCreation.Ephemeral5m})
-	return costView{Known: true, Text: usdText(usd), Title: fmt.Sprintf(
-		"%s priced from %s: %s input, %s output, %s cache read, %s cache write per million tokens. Sub-agent threads are not included.",
+	return costView{Known: true, USD: usd, Text: usdText(usd), Title: fmt.Sprintf(
+		"%s priced from %s: %s input, %s output, %s cache read, %s cache write per million tokens.",
 		id, p.Source, usdRate(p.Input), usdRate(p.Output), usdRate(p.CacheRead), usdRate(p.CacheWrite))}
 }
 

@@ -80,6 +80,27 @@ func TestEventJSONIsLoadedOnDemand(t *testing.T) {
 		t.Fatalf("the output's text: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 
+	// A long tool input (a file written whole): folded as a long output
+	// is, the whole of it at its input route.
+	var file []string
+	for i := 1; i <= 400; i++ {
+		file = append(file, fmt.Sprintf("file line %d", i))
+	}
+	use, _ := json.Marshal(map[string]any{"type": "agent.tool_use", "name": "write",
+		"input": map[string]any{"path": "/workspace/long.txt", "content": strings.Join(file, "\n")}})
+	uid := ids.New("sevt")
+	if _, err := d.Store().AppendEvents(context.Background(), sid, []store.NewEvent{{ID: uid, Type: "agent.tool_use", Data: use}}); err != nil {
+		t.Fatal(err)
+	}
+	_, page = b.do(http.MethodGet, "/console/sessions/"+sid, nil, nil)
+	inputRoute := "/console/sessions/" + sid + "/events/" + uid + "/input"
+	if !strings.Contains(page, `href="`+inputRoute+`"`) || !strings.Contains(page, "show the whole input (4 lines, ") || strings.Contains(page, "file line 400") {
+		t.Fatalf("the long input's fold does not link to %s:\n%s", inputRoute, page)
+	}
+	if resp, body := b.do(http.MethodGet, inputRoute, nil, nil); resp.StatusCode != http.StatusOK || !strings.Contains(body, `file line 400`) {
+		t.Fatalf("the input's text: %d\n%s", resp.StatusCode, body)
+	}
+
 	resp, body := b.do(http.MethodGet, route, nil, nil)
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("event JSON: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)

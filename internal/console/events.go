@@ -24,15 +24,19 @@ type eventView struct {
 	Text  string
 	// Tool is the tool's name (tool uses), Input its pretty input.
 	Tool, Input string
-	IsError     bool
+	// InputFold: Input is long (a file written whole, say): folded as a
+	// long Text is, the rest loaded when the fold opens.
+	InputFold bool
+	IsError   bool
 	// Fold: Text is long: the page carries its first lines, and the
 	// fold loads the rest when opened (a page of 200 long outputs stays
 	// a few hundred KB).
 	Fold bool
-	// Session is the session's id: the event's JSON is at
-	// sessions/{Session}/events/{ID}, loaded when its fold opens (inlined,
-	// every event's JSON was most of a page's weight).
-	Session string
+	// Page is the path of the page of the event's log, below the
+	// prefix (/sessions/{id}, or /sessions/{id}/threads/{thread}): the
+	// event's JSON is at {Page}/events/{ID}, loaded when its fold opens
+	// (inlined, every event's JSON was most of a page's weight).
+	Page string
 	// Waiting are the event ids a requires_action idle waits on.
 	Waiting []string
 	// Custom: a custom tool use (the user answers it).
@@ -41,8 +45,8 @@ type eventView struct {
 	ToolUseID string
 }
 
-// viewEvent reads an API event of session sid.
-func viewEvent(sid string, raw []byte) eventView {
+// viewEvent reads an API event of the log whose page is page.
+func viewEvent(page string, raw []byte) eventView {
 	var e struct {
 		ID          string          `json:"id"`
 		Type        string          `json:"type"`
@@ -66,7 +70,7 @@ func viewEvent(sid string, raw []byte) eventView {
 		MCPToolUseID string     `json:"mcp_tool_use_id"`
 	}
 	_ = json.Unmarshal(raw, &e)
-	v := eventView{ID: e.ID, Type: e.Type, At: e.ProcessedAt, Session: sid, Text: contentText(e.Content),
+	v := eventView{ID: e.ID, Type: e.Type, At: e.ProcessedAt, Page: page, Text: contentText(e.Content),
 		ToolUseID: e.ToolUseID + e.MCPToolUseID}
 	switch e.Type {
 	case "user.message":
@@ -124,9 +128,12 @@ func viewEvent(sid string, raw []byte) eventView {
 	default:
 		v.Kind, v.Label = "other", e.Type
 	}
-	v.Fold = strings.Count(v.Text, "\n") >= foldOver || len(v.Text) > 4096
+	v.Fold, v.InputFold = long(v.Text), long(v.Input)
 	return v
 }
+
+// long: a text to fold, its first lines on the page.
+func long(s string) bool { return strings.Count(s, "\n") >= foldOver || len(s) > 4096 }
 
 // contentText joins the text blocks of an event's content (a string is
 // taken as is).
@@ -157,17 +164,26 @@ func contentText(raw json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
-// FirstLines is the folded view of a long text: its first lines, at most
-// 4 KiB (cut between characters).
-func (v eventView) FirstLines() string {
-	lines := strings.SplitN(v.Text, "\n", foldOver+1)
+// FirstLines is the folded view of a long text.
+func (v eventView) FirstLines() string { return firstLines(v.Text) }
+
+// InputSize is the input's size in bytes, as shown.
+func (v eventView) InputSize() int64 { return int64(len(v.Input)) }
+
+// InputFirstLines is the folded view of a long input.
+func (v eventView) InputFirstLines() string { return firstLines(v.Input) }
+
+// firstLines is the first lines of text, at most 4 KiB (cut between
+// characters).
+func firstLines(text string) string {
+	lines := strings.SplitN(text, "\n", foldOver+1)
 	if len(lines) > foldOver {
 		lines = lines[:foldOver]
 	}
 	s := strings.Join(lines, "\n")
 	if len(s) > 4096 {
 		s = s[:4096]
-		for len(s) > 0 && !utf8.RuneStart(v.Text[len(s)]) {
+		for len(s) > 0 && !utf8.RuneStart(text[len(s)]) {
 			s = s[:len(s)-1]
 		}
 	}

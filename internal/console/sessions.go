@@ -26,6 +26,14 @@ func (c *Console) registerSessions() {
 	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/live", c.authed(c.sessionLive))
 	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/events/{event}", c.authed(c.sessionEvent))
 	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/events/{event}/text", c.authed(c.sessionEventText))
+	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/events/{event}/input", c.authed(c.sessionEventInput))
+	// A thread's own log, on a page of its own, read as the session's is.
+	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/threads/{thread}", c.authed(c.threadPage))
+	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/threads/{thread}/older", c.authed(c.sessionOlder))
+	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/threads/{thread}/live", c.authed(c.sessionLive))
+	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/threads/{thread}/events/{event}", c.authed(c.sessionEvent))
+	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/threads/{thread}/events/{event}/text", c.authed(c.sessionEventText))
+	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/threads/{thread}/events/{event}/input", c.authed(c.sessionEventInput))
 	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/message", c.authed(c.sessionMessage))
 	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/interrupt", c.authed(c.sessionInterrupt))
 	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/confirm", c.authed(c.sessionConfirm))
@@ -69,17 +77,10 @@ func (c *Console) sessionRewind(w http.ResponseWriter, r *http.Request, u *user)
 
 // sessionJSON is the part of the API's session the console shows.
 type sessionJSON struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-	Title  string `json:"title"`
-	Agent  struct {
-		ID      string `json:"id"`
-		Name    string `json:"name"`
-		Version int    `json:"version"`
-		Model   struct {
-			ID string `json:"id"`
-		} `json:"model"`
-	} `json:"agent"`
+	ID            string           `json:"id"`
+	Status        string           `json:"status"`
+	Title         string           `json:"title"`
+	Agent         agentJSON        `json:"agent"`
 	EnvironmentID string           `json:"environment_id"`
 	Metadata      map[string]any   `json:"metadata"`
 	Stats         map[string]any   `json:"stats"`
@@ -135,7 +136,8 @@ func (c *Console) sessionList(w http.ResponseWriter, r *http.Request, u *user) {
 		return
 	}
 	for i := range list.Data {
-		list.Data[i].Cost = c.cost(list.Data[i])
+		list.Data[i].Cost = c.cost(list.Data[i].Agent.Model.ID, list.Data[i].Usage)
+		list.Data[i].Cost.Title += ownCostNote
 	}
 	next := nextPage("/sessions", in, []string{"status", "agent_id", "archived"}, "page", list.NextPage)
 	c.render(w, r, u, http.StatusOK, "sessions", map[string]any{
@@ -144,9 +146,35 @@ func (c *Console) sessionList(w http.ResponseWriter, r *http.Request, u *user) {
 	})
 }
 
-// eventsPage reads a page of a session's events, newest first from the
-// API, and returns it oldest first with the cursor to the page before.
-func (c *Console) eventsPage(r *http.Request, u *user, id, cursor string) ([]eventView, string, error) {
+// eventLog is an event log a page shows: a session's, or one of its
+// threads' own.
+type eventLog struct {
+	// page is its page's path below the prefix: /sessions/{id}, or
+	// /sessions/{id}/threads/{thread}.
+	page string
+	// api is its path in the API: its events list is api+"/events", one
+	// event api+"/events/{event_id}".
+	api string
+	// stream is its live stream in the API.
+	stream string
+}
+
+// logOf is the log a request names: its session's, or with a thread in
+// its path, that thread's.
+func logOf(r *http.Request) eventLog {
+	id := url.PathEscape(r.PathValue("id"))
+	if th := r.PathValue("thread"); th != "" {
+		th = url.PathEscape(th)
+		api := "/v1/sessions/" + id + "/threads/" + th
+		return eventLog{page: "/sessions/" + id + "/threads/" + th, api: api, stream: api + "/stream"}
+	}
+	api := "/v1/sessions/" + id
+	return eventLog{page: "/sessions/" + id, api: api, stream: api + "/events/stream"}
+}
+
+// eventsPage reads a page of a log's events, newest first from the API,
+// and returns it oldest first with the cursor to the page before.
+func (c *Console) eventsPage(r *http.Request, u *user, log eventLog, cursor string) ([]eventView, string, error) {
 	q := url.Values{"limit": {fmt.Sprint(eventsPerPage)}, "order": {"desc"}}
 	if cursor != "" {
 		q.Set("page", cursor)
@@ -155,12 +183,12 @@ func (c *Console) eventsPage(r *http.Request, u *user, id, cursor string) ([]eve
 		Data     []json.RawMessage `json:"data"`
 		NextPage string            `json:"next_page"`
 	}
-	if err := c.call(r.Context(), u, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/events", q, nil, &list); err != nil {
+	if err := c.call(r.Context(), u, http.MethodGet, log.api+"/events", q, nil, &list); err != nil {
 		return nil, "", err
 	}
 	views := make([]eventView, 0, len(list.Data))
 	for i := len(list.Data) - 1; i >= 0; i-- {
-		views = append(views, viewEvent(id, list.Data[i]))
+		views = append(views, viewEvent(log.page, list.Data[i]))
 	}
 	return views, list.NextPage, nil
 }
@@ -172,32 +200,54 @@ func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request, u *user) {
 		c.failAPI(w, r, u, err)
 		return
 	}
-	s.Cost = c.cost(s)
-	events, older, err := c.eventsPage(r, u, id, "")
+	s.Cost = c.cost(s.Agent.Model.ID, s.Usage)
+	s.Cost.Title += ownCostNote
+	traj, err := c.trajectory(r, u, logOf(r))
 	if err != nil {
 		c.failAPI(w, r, u, err)
 		return
-	}
-	last := ""
-	if len(events) > 0 {
-		last = events[len(events)-1].ID
 	}
 	files, moreFiles, err := c.sessionFiles(r, u, id)
 	if err != nil {
 		c.failAPI(w, r, u, err)
 		return
 	}
+	threads, err := c.threads(r, u, id)
+	if err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
 	c.render(w, r, u, http.StatusOK, "session", map[string]any{
-		"Session": s, "Events": events, "Older": older, "Last": last, "Pending": pendingCalls(events),
-		"Timeline": timeline(events), "Files": files, "MoreFiles": moreFiles,
+		"Session": s, "Trajectory": traj, "Pending": pendingCalls(traj.Events),
+		"Timeline": timeline(traj.Events), "Files": files, "MoreFiles": moreFiles,
+		"Threads": threads, "Total": threads.total(s.Cost),
 	})
 }
 
-// sessionOlder is the page of events before a cursor, as HTML to put
-// above the ones shown.
+// trajectoryView is what a trajectory shows: a log's newest events, the
+// cursor to older ones, the last event's id (where the live stream picks
+// up).
+type trajectoryView struct {
+	Page, Last, Older string
+	Events            []eventView
+}
+
+func (c *Console) trajectory(r *http.Request, u *user, log eventLog) (trajectoryView, error) {
+	events, older, err := c.eventsPage(r, u, log, "")
+	if err != nil {
+		return trajectoryView{}, err
+	}
+	v := trajectoryView{Page: log.page, Older: older, Events: events}
+	if len(events) > 0 {
+		v.Last = events[len(events)-1].ID
+	}
+	return v, nil
+}
+
+// sessionOlder is the page of a log's events before a cursor, as HTML to
+// put above the ones shown.
 func (c *Console) sessionOlder(w http.ResponseWriter, r *http.Request, u *user) {
-	id := r.PathValue("id")
-	events, older, err := c.eventsPage(r, u, id, r.URL.Query().Get("page"))
+	events, older, err := c.eventsPage(r, u, logOf(r), r.URL.Query().Get("page"))
 	if err != nil {
 		c.failAPI(w, r, u, err)
 		return
@@ -227,13 +277,25 @@ func (c *Console) sessionEventText(w http.ResponseWriter, r *http.Request, u *us
 		c.failAPI(w, r, u, err)
 		return
 	}
-	plainText(w, viewEvent(r.PathValue("id"), ev).Text)
+	plainText(w, viewEvent(logOf(r).page, ev).Text)
 }
 
-// event reads the request's event through its session.
+// sessionEventInput is the whole input of a tool call whose page shows
+// only its first lines, as sessionEventText is for a long text.
+func (c *Console) sessionEventInput(w http.ResponseWriter, r *http.Request, u *user) {
+	ev, err := c.event(r, u)
+	if err != nil {
+		c.failAPI(w, r, u, err)
+		return
+	}
+	plainText(w, viewEvent(logOf(r).page, ev).Input)
+}
+
+// event reads the request's event through its log (a session's, or a
+// thread's own).
 func (c *Console) event(r *http.Request, u *user) (json.RawMessage, error) {
 	var ev json.RawMessage
-	path := "/v1/sessions/" + url.PathEscape(r.PathValue("id")) + "/events/" + url.PathEscape(r.PathValue("event"))
+	path := logOf(r).api + "/events/" + url.PathEscape(r.PathValue("event"))
 	err := c.call(r.Context(), u, http.MethodGet, path, nil, nil, &ev)
 	return ev, err
 }
@@ -243,11 +305,11 @@ func plainText(w http.ResponseWriter, s string) {
 	_, _ = io.WriteString(w, s)
 }
 
-// sessionLive streams the session's new events as rendered HTML (SSE):
-// each event's id is the API event's, so the browser's reconnection
+// sessionLive streams a log's new events as rendered HTML (SSE): each
+// event's id is the API event's, so the browser's reconnection
 // (Last-Event-ID) resumes where it left off.
 func (c *Console) sessionLive(w http.ResponseWriter, r *http.Request, u *user) {
-	id := r.PathValue("id")
+	log := logOf(r)
 	last := r.Header.Get("Last-Event-ID")
 	if last == "" {
 		last = r.URL.Query().Get("after")
@@ -265,10 +327,10 @@ func (c *Console) sessionLive(w http.ResponseWriter, r *http.Request, u *user) {
 		w.WriteHeader(http.StatusOK)
 	}
 	t := c.pages["session"]
-	err := c.stream(r.Context(), u, "/v1/sessions/"+url.PathEscape(id)+"/events/stream", last, func(ev sseEvent) error {
+	err := c.stream(r.Context(), u, log.stream, last, func(ev sseEvent) error {
 		start()
 		var sb strings.Builder
-		if err := t.ExecuteTemplate(&sb, "event", viewEvent(id, ev.Data)); err != nil {
+		if err := t.ExecuteTemplate(&sb, "event", viewEvent(log.page, ev.Data)); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "id: %s\nevent: ev\n", ev.ID)
