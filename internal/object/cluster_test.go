@@ -35,7 +35,7 @@ const clusterLease = 2 * time.Second
 
 type clusterNode struct {
 	name, home, config, addr, url string
-	proxy                         *tcpProxy
+	proxy                         *testenv.TCPProxy
 	cmd                           *exec.Cmd
 	stderr                        *bytes.Buffer
 }
@@ -83,7 +83,7 @@ func newClusterEnvOpts(t *testing.T, n int, opts clusterOpts) *clusterEnv {
 	e := &clusterEnv{bin: bin, run: run, pg: pg}
 	prefix := fmt.Sprintf("cluster-%d/", time.Now().UnixNano())
 	for i := range n {
-		nd := &clusterNode{name: fmt.Sprintf("n%d", i+1), home: t.TempDir(), proxy: newTCPProxy(t, pgURL.Host)}
+		nd := &clusterNode{name: fmt.Sprintf("n%d", i+1), home: t.TempDir(), proxy: testenv.NewTCPProxy(t, pgURL.Host)}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -92,7 +92,7 @@ func newClusterEnvOpts(t *testing.T, n int, opts clusterOpts) *clusterEnv {
 		ln.Close()
 		nd.url = "http://" + nd.addr
 		viaProxy := *pgURL
-		viaProxy.Host = nd.proxy.addr
+		viaProxy.Host = nd.proxy.Addr
 		nd.config = filepath.Join(nd.home, "agentkernel.toml")
 		clusterTOML := fmt.Sprintf(`
 [cluster]
@@ -132,7 +132,7 @@ storage_mode = "write-through"
 	t.Cleanup(func() {
 		defer os.RemoveAll(run)
 		for _, nd := range e.nodes {
-			nd.proxy.heal()
+			nd.proxy.Heal()
 			if nd.cmd == nil {
 				e.start(t, nd)
 			}
@@ -271,82 +271,6 @@ func storedCount(t *testing.T, e *clusterEnv, id string) int64 {
 	var n int64
 	_ = json.Unmarshal(out.Storage["count"], &n)
 	return n
-}
-
-// tcpProxy forwards connections to a target until cut: then it closes
-// every connection it carries and refuses new ones, until heal.
-type tcpProxy struct {
-	addr, target string
-	ln           net.Listener
-	mu           sync.Mutex
-	cut          bool
-	conns        map[net.Conn]struct{}
-}
-
-func newTCPProxy(t *testing.T, target string) *tcpProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tcpProxy{addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
-	go p.serve()
-	t.Cleanup(func() {
-		ln.Close()
-		p.partition()
-	})
-	return p
-}
-
-func (p *tcpProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.cut {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
-		p.mu.Unlock()
-		go p.pipe(c, up)
-		go p.pipe(up, c)
-	}
-}
-
-func (p *tcpProxy) pipe(dst, src net.Conn) {
-	_, _ = io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-	p.mu.Lock()
-	delete(p.conns, dst)
-	delete(p.conns, src)
-	p.mu.Unlock()
-}
-
-// partition drops every connection and refuses new ones.
-func (p *tcpProxy) partition() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = true
-	for c := range p.conns {
-		c.Close()
-	}
-}
-
-func (p *tcpProxy) heal() {
-	p.mu.Lock()
-	p.cut = false
-	p.mu.Unlock()
 }
 
 // leaseOf reads a wcounter object's lease row: its holder and token.
@@ -575,7 +499,7 @@ func TestClusterPartitionedNodeIsFenced(t *testing.T) {
 		slow <- e.do(ctx, n1, "POST", "/v1/objects/wcounter/p/call", map[string]any{"method": "slow", "args": map[string]any{"ms": (4 * clusterLease).Milliseconds()}}, nil)
 	}()
 	time.Sleep(300 * time.Millisecond)
-	n1.proxy.partition()
+	n1.proxy.Partition()
 	// What n1 cannot answer without the store is a 503 to retry, not an
 	// internal error.
 	if code, _, err := e.doNode(ctx, n1, "GET", "/v1/sessions", nil, nil); code != http.StatusServiceUnavailable || !strings.Contains(err.Error(), "the store is unreachable") {
@@ -602,7 +526,7 @@ func TestClusterPartitionedNodeIsFenced(t *testing.T) {
 	if served == "n1" || v != 2 {
 		t.Fatalf("after the partition: %d served by %q; want 2 by n2 or n3", v, served)
 	}
-	n1.proxy.heal()
+	n1.proxy.Heal()
 	if err := <-slow; err == nil {
 		t.Fatal("the cut-off node's slow call succeeded after another node took the object over")
 	} else {
