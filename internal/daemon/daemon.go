@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -169,11 +170,16 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 		d.closers = append(d.closers, proxy.Close)
 	}
 	// The cluster first: recovery and the object runtime act only on what
-	// this node owns. lost reaches the object runtime built below.
-	var objects *object.Runtime
+	// this node owns. lost reaches the object and session runtimes built
+	// below, once they are (the renewal loop runs from now on).
+	var lostObjects atomic.Pointer[object.Runtime]
+	var lostSessions atomic.Pointer[session.Runtime]
 	node, err := joinCluster(ctx, cfg, st, func(res string) {
-		if objects != nil {
-			objects.Lost(res)
+		if o := lostObjects.Load(); o != nil {
+			o.Lost(res)
+		}
+		if s := lostSessions.Load(); s != nil {
+			s.Lost(res)
 		}
 	}, log)
 	if err != nil {
@@ -202,11 +208,12 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 			d.resources.SetMemory(resourceMemory{d.memory})
 		}
 	}
-	objects, err = newObjectRuntime(cfg, st, mgr, blobs, gc, d.cluster, d.registry, log)
+	objects, err := newObjectRuntime(cfg, st, mgr, blobs, gc, d.cluster, d.registry, log)
 	if err != nil {
 		d.closeStores()
 		return nil, err
 	}
+	lostObjects.Store(objects)
 	// Before the GC's first pass (Run starts it): bundles an earlier version
 	// stored without a row are held by nothing until they are adopted.
 	if err := objects.AdoptLegacyBundles(ctx); err != nil {
@@ -248,6 +255,7 @@ func build(ctx context.Context, cfg config.Config, log *slog.Logger) (*Daemon, e
 			return nil, err
 		}
 		runner.set(rt)
+		lostSessions.Store(rt)
 		d.AddService(rt)
 	}
 	d.webhooks = newWebhooks(cfg, st, log)

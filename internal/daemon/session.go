@@ -82,6 +82,7 @@ func newSessionRuntime(cfg config.Config, st store.Store, events *session.EventL
 			rt, err := n.Route(ctx, api.SessionResource(id))
 			return err == nil && rt.Local
 		}
+		rtCfg.Holds = func(id string) bool { return n.Owns(api.SessionResource(id)) }
 	}
 	if mgr != nil {
 		rtCfg.Sandboxes = mgr

@@ -86,6 +86,10 @@ type RuntimeConfig struct {
 	// node owns a session (taking it when no live node does): only the
 	// owner runs its turns, recovers them and wakes it for pending input.
 	Owns func(sessionID string) bool
+	// Holds, when set, says whether this node holds a session's lease now,
+	// taking nothing (Lost checks it before it destroys a sandbox: the
+	// session may have come back).
+	Holds func(sessionID string) bool
 	// Lease is how long a run row stays owned without renewal (default
 	// 30s); the turn renews it every Lease/3.
 	Lease time.Duration

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,7 +28,8 @@ import (
 const clusterLease = 2 * time.Second
 
 // newCluster starts n serve nodes on one fresh database and one S3
-// prefix, with the fake model at modelURL. At cleanup every node runs
+// prefix, with the fake model at modelURL; each reaches the database
+// through a proxy of its own (node.proxy), so a test can cut it off. At cleanup every node runs
 // again and the sandboxes of all of them are destroyed while all of them
 // run (a node forwards a sandbox's destruction to the node running it).
 func newCluster(t *testing.T, n int, modelURL string) []*node {
@@ -37,9 +39,19 @@ func newCluster(t *testing.T, n int, modelURL string) []*node {
 	db := freshDatabase(t)
 	prefix := fmt.Sprintf("sessions-cluster-%d/", time.Now().UnixNano())
 	var nodes []*node
+	dbURL, err := url.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
+		// The proxy first: its cleanup then runs after the node's, which
+		// starts the node again to destroy its sandboxes.
+		proxy := testenv.NewTCPProxy(t, dbURL.Host)
 		nd := newNode(t, "sqlite", modelURL)
-		nd.appendConf(s3.SharedStoresTOML(db, prefix) + fmt.Sprintf(`
+		nd.proxy = proxy
+		viaProxy := *dbURL
+		viaProxy.Host = nd.proxy.Addr
+		nd.appendConf(s3.SharedStoresTOML(viaProxy.String(), prefix) + fmt.Sprintf(`
 [cluster]
 node = "n%d"
 advertise = %q
@@ -50,6 +62,7 @@ lease_ttl = %q
 	// Registered after the nodes' own cleanups, so it runs before them.
 	t.Cleanup(func() {
 		for _, nd := range nodes {
+			nd.proxy.Heal()
 			if nd.cmd == nil {
 				nd.start()
 			}
@@ -290,4 +303,52 @@ func servedBy(t *testing.T, nd *node, path string) string {
 
 func nodeName(nd *node, nodes []*node) string {
 	return fmt.Sprintf("n%d", slices.Index(nodes, nd)+1)
+}
+
+// TestClusterPartitionedOwnerDropsItsSandbox: the node that owns a session
+// is cut off from the store for longer than the lease; another node takes
+// the session over. When the partition heals, the cut-off node learns at
+// its next lease renewal that the session is not its own any more and
+// destroys the sandbox it ran for it, without a restart; the session is
+// served by its new owner, through the healed node too.
+func TestClusterPartitionedOwnerDropsItsSandbox(t *testing.T) {
+	fake := anthropictest.New(t, clusterModel)
+	nodes := newCluster(t, 3, fake.URL)
+	n1, n2 := nodes[0], nodes[1]
+	c := n1.client()
+	sid := newSession(t, c)
+	if by := servedBy(t, n1, "/v1/sessions/"+sid); by != "n1" {
+		t.Fatalf("the session's first request was served by %q", by)
+	}
+	send(t, c, sid, "go")
+	waitIdle(t, n1, c, sid, 1)
+	sbx := sessionSandbox(t, n1, sid)
+
+	n1.proxy.Partition()
+	cut := time.Now()
+	awaitTakeover(t, n2, sid, cut)
+	owner := servedBy(t, n2, "/v1/sessions/"+sid)
+	if owner == "n1" {
+		t.Fatal("the cut-off node still serves the session")
+	}
+	if _, err := os.Stat(filepath.Join(n1.home, "sandboxes", sbx)); err != nil {
+		t.Fatalf("the cut-off node's sandbox %s is gone before the partition healed: %v", sbx, err)
+	}
+
+	n1.proxy.Heal()
+	healed := time.Now()
+	deadline := healed.Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(n1.home, "sandboxes", sbx)); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30s after the partition healed, the node that lost the session still has its sandbox %s\n%s", sbx, n1.logs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("the healed node destroyed the session's old sandbox %.2fs after the partition healed (lease period %s)", time.Since(healed).Seconds(), clusterLease)
+	if by := servedBy(t, n1, "/v1/sessions/"+sid); by != owner {
+		t.Fatalf("through the healed n1 the session is served by %q, want its new owner %s", by, owner)
+	}
 }

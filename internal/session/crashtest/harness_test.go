@@ -73,6 +73,9 @@ type node struct {
 	cmd    *exec.Cmd
 	stderr *lockedBuffer
 	key    string
+	// proxy carries a cluster node's connections to PostgreSQL: the test
+	// cuts it to partition the node from the store (newCluster).
+	proxy *testenv.TCPProxy
 }
 
 // newNode writes the configuration (the anthropic provider pointed at the
