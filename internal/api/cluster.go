@@ -136,6 +136,11 @@ func (s *Server) sessionOwner(h http.HandlerFunc) http.HandlerFunc {
 			// Only a session of the caller's tenant gets a lease taken;
 			// anything else is the handler's 404 here.
 			ms, err := s.store.GetManagedSession(ctx, id)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				// The store unreachable: not a 404, and not served here
+				// as if this node owned the session.
+				return cluster.Route{}, err
+			}
 			if err != nil || ms.TenantID != PrincipalFrom(ctx).TenantID {
 				return cluster.Route{Local: true}, nil
 			}

@@ -117,7 +117,12 @@ func (n *Node) forwardOnce(w http.ResponseWriter, r *http.Request, resource stri
 				resp.Body.Close()
 				return errMoved
 			}
-			if resp.Header.Get(NodeHeader) == route.Node {
+			// Only an answer the owner could give confirms it: a 5xx (its
+			// store cut off, say) says nothing of its lease, and confirming
+			// on it kept a partitioned owner in the cache for as long as
+			// requests came, its sessions unavailable long after the lease
+			// lapsed.
+			if resp.Header.Get(NodeHeader) == route.Node && resp.StatusCode < http.StatusInternalServerError {
 				n.confirm(resource, route.Node, sent)
 			}
 			return nil

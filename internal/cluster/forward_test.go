@@ -161,11 +161,17 @@ func (f *fakeLeases) ReleaseLease(context.Context, string, int64) error { return
 // up in the store again every third of the lease period, as long as the
 // owner answers as the owner (its X-Agentkernel-Node); an answer that is
 // not the owner's (an owner that no longer acts answers without it) does
-// not keep the route.
+// not keep the route, nor does an owner's error (a 503 of an owner cut off
+// from the store: it kept a partitioned owner routed to for as long as
+// requests came, its sessions unavailable long after its lease lapsed).
 func TestForwardServedByTheOwnerKeepsTheRoute(t *testing.T) {
 	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.Contains(r.URL.Path, "/mute/") {
 			w.Header().Set(NodeHeader, "n1")
+		}
+		if strings.Contains(r.URL.Path, "/cut/") {
+			http.Error(w, "the store is unreachable", http.StatusServiceUnavailable)
+			return
 		}
 		_, _ = io.WriteString(w, "{}")
 	}))
@@ -193,15 +199,15 @@ func TestForwardServedByTheOwnerKeepsTheRoute(t *testing.T) {
 	// answers as such and to one whose owner does not.
 	deadline := time.Now().Add(4 * ttl / 3)
 	for time.Now().Before(deadline) {
-		for _, p := range []string{"/x", "/mute/y"} {
+		for _, p := range []string{"/x", "/mute/y", "/cut/z"} {
 			resp, err := front.Client().Get(front.URL + p)
 			if err != nil {
 				t.Fatal(err)
 			}
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				t.Fatalf("%s: %d", p, resp.StatusCode)
+			if want := map[bool]int{false: 200, true: 503}[strings.HasPrefix(p, "/cut/")]; resp.StatusCode != want {
+				t.Fatalf("%s: %d, want %d", p, resp.StatusCode, want)
 			}
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -213,5 +219,8 @@ func TestForwardServedByTheOwnerKeepsTheRoute(t *testing.T) {
 	}
 	if got := leases.acquired["object/t/c/mute/y"]; got < 3 {
 		t.Errorf("an unconfirmed route was looked up %d times in four thirds of the period; want at least 3 (every third)", got)
+	}
+	if got := leases.acquired["object/t/c/cut/z"]; got < 3 {
+		t.Errorf("a route whose owner answered errors was looked up %d times in four thirds of the period; want at least 3 (every third)", got)
 	}
 }

@@ -216,7 +216,7 @@ func awaitTakeover(t *testing.T, survivor *node, sid string, killed time.Time) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Logf("a survivor serves the session %.2fs after its owner's kill (lease period %s)", time.Since(killed).Seconds(), clusterLease)
+	t.Logf("a survivor serves the session %.2fs after its owner was lost (killed or cut off; lease period %s)", time.Since(killed).Seconds(), clusterLease)
 }
 
 // TestClusterToolRunningWhenItsOwnerDies: the session's owner is killed
