@@ -30,6 +30,7 @@ func (c *Console) registerSessions() {
 	// A thread's own log, on a page of its own, read as the session's is.
 	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/threads/{thread}", c.authed(c.threadPage))
 	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/threads/{thread}/older", c.authed(c.sessionOlder))
+	c.mux.HandleFunc("POST "+Prefix+"/sessions/{id}/threads/{thread}/interrupt", c.authed(c.sessionInterrupt))
 	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/threads/{thread}/live", c.authed(c.sessionLive))
 	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/threads/{thread}/events/{event}", c.authed(c.sessionEvent))
 	c.mux.HandleFunc("GET "+Prefix+"/sessions/{id}/threads/{thread}/events/{event}/text", c.authed(c.sessionEventText))
@@ -366,7 +367,8 @@ func (c *Console) sendEvents(w http.ResponseWriter, r *http.Request, u *user, ev
 		c.failAPI(w, r, u, err)
 		return
 	}
-	http.Redirect(w, r, Prefix+"/sessions/"+url.PathEscape(id), http.StatusSeeOther)
+	// Back to the page the form was on: the session's, or its thread's.
+	http.Redirect(w, r, Prefix+logOf(r).page, http.StatusSeeOther)
 }
 
 func (c *Console) sessionMessage(w http.ResponseWriter, r *http.Request, u *user) {
@@ -378,8 +380,14 @@ func (c *Console) sessionMessage(w http.ResponseWriter, r *http.Request, u *user
 	c.sendEvents(w, r, u, map[string]any{"type": "user.message", "content": []any{map[string]any{"type": "text", "text": text}}})
 }
 
+// sessionInterrupt interrupts the session (and its threads), or, from a
+// thread's page, that thread alone.
 func (c *Console) sessionInterrupt(w http.ResponseWriter, r *http.Request, u *user) {
-	c.sendEvents(w, r, u, map[string]any{"type": "user.interrupt"})
+	ev := map[string]any{"type": "user.interrupt"}
+	if th := r.PathValue("thread"); th != "" {
+		ev["session_thread_id"] = th
+	}
+	c.sendEvents(w, r, u, ev)
 }
 
 func (c *Console) sessionConfirm(w http.ResponseWriter, r *http.Request, u *user) {

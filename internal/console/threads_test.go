@@ -19,8 +19,8 @@ import (
 // model. The session's page lists the thread (agent, model, tokens, its
 // cost at the worker's price) and adds it to the session's own cost; the
 // thread's page shows its own log, its events' JSON is found through the
-// thread only, its live stream delivers a new event without a reload, and
-// another tenant finds none of it.
+// thread only, its Interrupt button interrupts the thread alone and the
+// interrupt arrives on its page live, and another tenant finds none of it.
 func TestSessionThreads(t *testing.T) {
 	fake := anthropictest.New(t, func(r anthropictest.Request) anthropictest.Turn {
 		turn := anthropictest.Turn{InputTokens: 1000, OutputTokens: 100}
@@ -149,14 +149,26 @@ func TestSessionThreads(t *testing.T) {
 		}
 	}
 
-	// In chromium: the thread's page, then an event of the thread sent
-	// through the API arrives on it live.
+	// In chromium: the thread's page; its Interrupt button interrupts the
+	// thread alone, and the interrupt arrives on the page live.
 	p := newPage(t, d.URL)
 	p.run("log in", chromedp.Navigate(d.URL+"/console/login"), chromedp.WaitVisible("#key"),
 		chromedp.SendKeys("#key", d.AdminKey), chromedp.Submit("#key"), chromedp.WaitVisible("form.logout"))
 	p.run("thread page", chromedp.Navigate(d.URL+threadPage), chromedp.WaitVisible(chromedp.CSS("#events li.k-agent")))
 	p.check("thread")
-	apiJSON(t, d, d.AdminKey, "POST", "/v1/sessions/"+s.ID+"/events", map[string]any{"events": []any{map[string]any{
-		"type": "user.interrupt", "session_thread_id": threadID}}}, nil)
-	p.run("the interrupt arrives live", chromedp.WaitVisible(chromedp.CSS(`#events li[data-type="user.interrupt"]`)))
+	p.run("interrupt the thread", chromedp.Click(chromedp.CSS("#interrupt button")),
+		chromedp.WaitVisible(chromedp.CSS(`#events li[data-type="user.interrupt"]`)))
+	inLog := func(path string) bool {
+		var evs struct{ Data []struct{ Type string } }
+		apiJSON(t, d, d.AdminKey, "GET", path, nil, &evs)
+		for _, e := range evs.Data {
+			if e.Type == "user.interrupt" {
+				return true
+			}
+		}
+		return false
+	}
+	if !inLog("/v1/sessions/"+s.ID+"/threads/"+threadID+"/events") || inLog("/v1/sessions/"+s.ID+"/events") {
+		t.Fatal("the thread page's interrupt should be in the thread's log, not the session's")
+	}
 }
