@@ -136,7 +136,7 @@ func (w *worker) turn(ctx context.Context, s *store.ManagedSession, rec *store.R
 		sr, status = stopReason(StopEndTurn, nil), store.RunInterrupted
 	case errors.Is(cause, errDestroying):
 		sr, status = stopReason(StopEndTurn, nil), store.RunInterrupted
-	case ctx.Err() != nil, errors.Is(cause, errLostRow):
+	case ctx.Err() != nil, errors.Is(cause, errLostRow), errors.Is(terr, errLostRow):
 		// Shutdown (or another process owns the turn now): the run row
 		// stays, and recovery goes on with the turn from the store.
 		r.log.InfoContext(fctx, "turn left for recovery", "session", w.id, "cause", cause)

@@ -159,6 +159,14 @@ func (w *worker) journalledTool(ctx context.Context, ts *turnState, cl *call, st
 		return nil, nil, fmt.Errorf("journal the tool call: %w", err)
 	default:
 		r.failpoint(FailBeforeToolExec)
+		if !r.owns(w.id) {
+			// Another node took the session over while this turn ran (this
+			// node was cut off from the store): the call's op is started,
+			// so the owner reports it as possibly run; it is not run here,
+			// where its side effects would come on top of the owner's.
+			r.log.WarnContext(ctx, "another node owns the session now: its tool call is not run here", "session", w.id, "op_id", opID)
+			return nil, nil, errLostRow
+		}
 		res, err = w.execTool(ctx, ts, cl, sbID, opID)
 		if errors.Is(err, guest.ErrOpExists) {
 			res, err = w.recoverTool(ctx, ts, cl, sbID, opID)

@@ -122,13 +122,10 @@ func TestClusterSessionSurvivesItsOwnersKill(t *testing.T) {
 		nd.arm(session.FailAfterToolResult)
 	}
 	c := nodes[0].client()
-	sid := newSession(t, c)
 	// n1 takes the session (the first node asked about it); a client
 	// follows its stream through n3, and the message goes through n2:
 	// both are forwarded to n1.
-	if by := servedBy(t, nodes[0], "/v1/sessions/"+sid); by != "n1" {
-		t.Fatalf("the session's first request was served by %q", by)
-	}
+	sid := sessionOfFirstNode(t, nodes[0])
 	var cur atomic.Pointer[[2]string]
 	cur.Store(&[2]string{nodes[2].url(), nodes[2].key})
 	sse := followSSE(func() (string, string) { p := cur.Load(); return p[0], p[1] }, sid)
@@ -205,6 +202,17 @@ func TestClusterSessionSurvivesItsOwnersKill(t *testing.T) {
 	}
 }
 
+// sessionOfFirstNode makes a session through n1, which takes its lease
+// (the first node asked about a session does).
+func sessionOfFirstNode(t *testing.T, n1 *node) string {
+	t.Helper()
+	sid := newSession(t, n1.client())
+	if by := servedBy(t, n1, "/v1/sessions/"+sid); by != "n1" {
+		t.Fatalf("the session's first request was served by %q", by)
+	}
+	return sid
+}
+
 // awaitTakeover waits until a survivor serves the session after its
 // owner's kill: until the dead node's lease lapses, the session's
 // requests answer 502 (its owner is unreachable).
@@ -229,10 +237,7 @@ func TestClusterToolRunningWhenItsOwnerDies(t *testing.T) {
 	nodes := newCluster(t, 2, fake.URL)
 	n1, n2 := nodes[0], nodes[1]
 	c := n1.client()
-	sid := newSession(t, c)
-	if by := servedBy(t, n1, "/v1/sessions/"+sid); by != "n1" {
-		t.Fatalf("the session's first request was served by %q", by)
-	}
+	sid := sessionOfFirstNode(t, n1)
 	send(t, c, sid, "go")
 	sbx := waitToolStarted(t, n1)
 	n1.kill()
@@ -316,10 +321,7 @@ func TestClusterPartitionedOwnerDropsItsSandbox(t *testing.T) {
 	nodes := newCluster(t, 3, fake.URL)
 	n1, n2 := nodes[0], nodes[1]
 	c := n1.client()
-	sid := newSession(t, c)
-	if by := servedBy(t, n1, "/v1/sessions/"+sid); by != "n1" {
-		t.Fatalf("the session's first request was served by %q", by)
-	}
+	sid := sessionOfFirstNode(t, n1)
 	send(t, c, sid, "go")
 	waitIdle(t, n1, c, sid, 1)
 	sbx := sessionSandbox(t, n1, sid)
@@ -350,5 +352,53 @@ func TestClusterPartitionedOwnerDropsItsSandbox(t *testing.T) {
 	t.Logf("the healed node destroyed the session's old sandbox %.2fs after the partition healed (lease period %s)", time.Since(healed).Seconds(), clusterLease)
 	if by := servedBy(t, n1, "/v1/sessions/"+sid); by != owner {
 		t.Fatalf("through the healed n1 the session is served by %q, want its new owner %s", by, owner)
+	}
+}
+
+// TestClusterCutOffOwnerRunsNoToolCall: a session's owner has journalled a
+// tool call and is about to run it when it is cut off from the store;
+// another node takes the session over and reports the call as possibly
+// run. When the cut heals and the cut-off node goes on, it does not run
+// the call in its sandbox: its side effects would come on top of whatever
+// the new owner does.
+func TestClusterCutOffOwnerRunsNoToolCall(t *testing.T) {
+	fake := anthropictest.New(t, clusterModel)
+	nodes := newCluster(t, 2, fake.URL)
+	n1, n2 := nodes[0], nodes[1]
+	sid := sessionOfFirstNode(t, n1)
+	n1.pause(session.FailBeforeToolExec)
+	send(t, n1.client(), sid, "go")
+	n1.waitReached(session.FailBeforeToolExec)
+	boxes, _ := filepath.Glob(filepath.Join(n1.home, "sandboxes", "*", "workspace"))
+	if len(boxes) != 1 {
+		t.Fatalf("n1 runs %d sandboxes, want the session's one", len(boxes))
+	}
+	out := filepath.Join(boxes[0], "out")
+
+	n1.proxy.Partition()
+	awaitTakeover(t, n2, sid, time.Now())
+	evs := waitIdle(t, n2, n2.client(), sid, 1)
+	results := ofType(evs, "agent.tool_result")
+	if len(results) == 0 || !strings.Contains(results[0].text(), "may have executed") {
+		t.Fatalf("the new owner's first tool result %v: want the call n1 journalled reported as possibly run", results)
+	}
+
+	// The cut heals and n1 goes on at once, before its next lease renewal
+	// tells it the session moved: it must not run the call (the store is
+	// reachable again, so nothing else stops it).
+	n1.proxy.Heal()
+	n1.disarm(session.FailBeforeToolExec)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(n1.logs(), "its tool call is not run here") {
+		if _, err := os.Stat(out); err == nil {
+			t.Fatalf("the cut-off node ran the tool call after another node took the session over (%s exists)", out)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cut-off node neither ran the call nor refused it in 30s\n%s", n1.logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatalf("the cut-off node ran the tool call (%s exists)", out)
 	}
 }

@@ -216,6 +216,15 @@ func (n *node) arm(failpoint string) {
 	}
 }
 
+// pause arms failpoint to hold a turn only until release (disarm).
+func (n *node) pause(failpoint string) {
+	n.t.Helper()
+	_ = os.Remove(n.flag(failpoint) + ".reached")
+	if err := os.WriteFile(n.flag(failpoint), []byte("pause"), 0o600); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
 func (n *node) disarm(failpoint string) {
 	_ = os.Remove(n.flag(failpoint))
 	_ = os.Remove(n.flag(failpoint) + ".reached")
