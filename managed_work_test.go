@@ -209,6 +209,29 @@ func TestSelfHostedSessionRunsOnTheSDKWorker(t *testing.T) {
 	if len(eventsOf(evs, "agent.tool_result")) != 0 {
 		t.Fatal("the daemon ran the tool itself")
 	}
+	// The worker's answer sent again, as the SDK's tool runner or its HTTP
+	// client resend one whose answer was lost or late: the stored event is
+	// the answer, and the log holds one result. Another answer of the same
+	// call is refused.
+	var sent struct {
+		Content json.RawMessage `json:"content"`
+		IsError bool            `json:"is_error"`
+	}
+	if err := json.Unmarshal([]byte(results[0].RawJSON()), &sent); err != nil {
+		t.Fatal(err)
+	}
+	again := fmt.Sprintf(`{"events":[{"type":"user.tool_result","tool_use_id":%q,"content":%s,"is_error":%v}]}`, uses[0].ID, sent.Content, sent.IsError)
+	code, body := rawCall(t, h.d, h.d.AdminKey, "POST", "/v1/sessions/"+s.ID+"/events", again)
+	if code != 200 || !strings.Contains(string(body), `"id":"`+results[0].ID+`"`) {
+		t.Fatalf("the answer resent: %d %s; want the stored event %s", code, body, results[0].ID)
+	}
+	other := fmt.Sprintf(`{"events":[{"type":"user.tool_result","tool_use_id":%q,"content":[{"type":"text","text":"something else"}]}]}`, uses[0].ID)
+	if code, body := rawCall(t, h.d, h.d.AdminKey, "POST", "/v1/sessions/"+s.ID+"/events", other); code != 400 || !strings.Contains(string(body), results[0].ID) {
+		t.Fatalf("another answer of an answered call: %d %s; want a 400 naming the answer", code, body)
+	}
+	if n := countEvents(h.c, s.ID, "user.tool_result"); n != 1 {
+		t.Fatalf("%d tool results after the resend, want 1", n)
+	}
 	if b, err := os.ReadFile(filepath.Join(workdir, "made-here.txt")); err != nil || string(b) != "remote\n" {
 		t.Fatalf("the worker's directory: %q, %v", b, err)
 	}
@@ -243,7 +266,7 @@ func TestSelfHostedSessionRunsOnTheSDKWorker(t *testing.T) {
 	if err != nil || up.Metadata["host"] != "rack-1" {
 		t.Fatalf("update %v %v", up, err)
 	}
-	code, body := rawCall(t, h.d, h.d.AdminKey, http.MethodPost, "/v1/environments/"+h.env.ID+"/work/"+w.ID, `{"metadata":{"host":null}}`)
+	code, body = rawCall(t, h.d, h.d.AdminKey, http.MethodPost, "/v1/environments/"+h.env.ID+"/work/"+w.ID, `{"metadata":{"host":null}}`)
 	if code != http.StatusOK || bytes.Contains(body, []byte("rack-1")) {
 		t.Fatalf("delete metadata key: %d %s", code, body)
 	}

@@ -2,10 +2,13 @@ package managed
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"time"
 
@@ -88,11 +91,42 @@ func (s *Service) buildEvents(ctx context.Context, parent *store.ManagedSession,
 			return nil, nil, err
 		}
 		id := ids.New("sevt")
+		logID := target
+		if logID == "" {
+			logID = sessionID
+		}
+		switch typ {
+		case EventUserToolResult:
+			id = answerID(logID, body["tool_use_id"].(string))
+		case EventUserCustomToolResult:
+			id = answerID(logID, body["custom_tool_use_id"].(string))
+		}
 		body["id"], body["type"], body["processed_at"] = id, typ, now
 		out = append(out, store.NewEvent{ID: id, Type: typ, Data: MustJSON(body)})
 		targets = append(targets, target)
 	}
 	return out, targets, nil
+}
+
+// answerID is the id of the event answering a call: derived from its log
+// and the call's id, so a client's resend of a result that did land (its
+// answer lost or late: the SDK's tool runner and its HTTP client both
+// resend on a timeout or a 5xx) is the same event, which the store will
+// not hold twice; SendEvents then answers the stored one.
+func answerID(logID, useID string) string {
+	h := sha256.Sum256([]byte(logID + "\x00answer\x00" + useID))
+	return "sevt_" + hex.EncodeToString(h[:13])
+}
+
+// sameAnswer says whether two answers of one call say the same: content
+// and is_error (ids and times differ between sends).
+func sameAnswer(a, b json.RawMessage) bool {
+	var x, y struct {
+		Content any  `json:"content"`
+		IsError bool `json:"is_error"`
+	}
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil &&
+		x.IsError == y.IsError && reflect.DeepEqual(x.Content, y.Content)
 }
 
 // contentBlocks validates a content array of text blocks. The other block

@@ -3,6 +3,7 @@ package managed
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/agentkernel/agentkernel/internal/ids"
 	"github.com/agentkernel/agentkernel/internal/resources"
@@ -383,10 +384,44 @@ func (s *Service) DeleteSession(ctx context.Context, tenantID, id string) error 
 	return nil
 }
 
+// storedAnswers sorts out a batch the store refused for an id it holds:
+// an answer of a call already answered (answerID) takes the stored event
+// into out when it says the same, and is a 400 when it does not; what is
+// left of the batch (and its request indexes) is returned to append.
+func (s *Service) storedAnswers(ctx context.Context, logID string, idx []int, batch []store.NewEvent, out []store.SessionEvent) ([]int, []store.NewEvent, error) {
+	var keepIdx []int
+	var keep []store.NewEvent
+	for j, ev := range batch {
+		if ev.Type != EventUserToolResult && ev.Type != EventUserCustomToolResult {
+			keepIdx, keep = append(keepIdx, idx[j]), append(keep, ev)
+			continue
+		}
+		old, err := s.st.GetEvent(ctx, logID, ev.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			keepIdx, keep = append(keepIdx, idx[j]), append(keep, ev)
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if !sameAnswer(old.Data, ev.Data) {
+			return nil, nil, badRequest("events[%d]: the call already has an answer (event %s) that says otherwise; a call is answered once", idx[j], old.ID)
+		}
+		out[idx[j]] = *old
+	}
+	if len(keep) == len(batch) {
+		// Nothing here was a stored answer: the refusal is the store's.
+		return nil, nil, fmt.Errorf("append to %s: %w", logID, store.ErrAlreadyExists)
+	}
+	return keepIdx, keep, nil
+}
+
 // SendEvents appends the client events of a send body to a writable
 // session the tenant owns and wakes its runner. An event for one of its
 // child threads (a user.interrupt naming it, a tool result answering its
 // call) goes to that thread's own log, and wakes the runner for it.
+// A resent answer of a call that is already answered is answered with the
+// stored event, not stored twice.
 func (s *Service) SendEvents(ctx context.Context, tenantID, id string, in Obj) ([]store.SessionEvent, error) {
 	ms, err := s.Session(ctx, tenantID, id)
 	if err != nil {
@@ -434,13 +469,21 @@ func (s *Service) SendEvents(ctx context.Context, tenantID, id string, in Obj) (
 			batch[j] = news[i]
 		}
 		stored, err := s.events.Append(ctx, logID, batch)
+		if errors.Is(err, store.ErrAlreadyExists) {
+			// A resent answer of a call (answerID): the stored one stands.
+			if idx, batch, err = s.storedAnswers(ctx, logID, idx, batch, out); err == nil && len(batch) > 0 {
+				stored, err = s.events.Append(ctx, logID, batch)
+			}
+		}
 		if err != nil {
 			return nil, notFoundAs("session", logID, err)
 		}
 		for j, i := range idx {
 			out[i] = stored[j]
 		}
-		s.wake(logID)
+		if len(idx) > 0 {
+			s.wake(logID)
+		}
 	}
 	if err := s.ensureWork(ctx, ms); err != nil {
 		return nil, err
