@@ -77,6 +77,11 @@ type WebhookAttempt struct {
 	Error         string
 	Status        int64
 	At            time.Time
+	// Claimed, when set, is the lease the attempt's claim set (the claimed
+	// delivery's NextAttemptAt): the outcome is recorded only if the
+	// delivery still holds it. A redelivery made while the attempt ran
+	// moved it, and stands (ErrConflict, nothing written).
+	Claimed time.Time
 }
 
 // ListWebhookDeliveriesParams pages an endpoint's deliveries by Seq.
@@ -102,7 +107,8 @@ type WebhookStore interface {
 	// session's deliveries are attempted one at a time, in order), and
 	// leases them.
 	ClaimWebhookDeliveries(ctx context.Context, p ClaimWebhookParams) ([]*WebhookDelivery, error)
-	// FinishWebhookAttempt counts the attempt and records its outcome.
+	// FinishWebhookAttempt counts the attempt and records its outcome
+	// (ErrConflict when a.Claimed is set and a redelivery superseded it).
 	FinishWebhookAttempt(ctx context.Context, a WebhookAttempt) (*WebhookDelivery, error)
 	// RedeliverWebhookDelivery makes a delivery pending and due at now with
 	// its attempts reset, whatever its state.

@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -137,7 +138,7 @@ func (s *Service) attempt(ctx context.Context, d *store.WebhookDelivery) {
 		return // shutting down: the lease brings it back
 	}
 	now := s.cfg.Clock.Now()
-	a := store.WebhookAttempt{ID: d.ID, At: now, NextAttemptAt: now, Status: int64(status)}
+	a := store.WebhookAttempt{ID: d.ID, At: now, NextAttemptAt: now, Status: int64(status), Claimed: d.NextAttemptAt}
 	switch {
 	case err == nil:
 		a.Delivered = true
@@ -148,6 +149,12 @@ func (s *Service) attempt(ctx context.Context, d *store.WebhookDelivery) {
 		a.NextAttemptAt = now.Add(s.backoff(d.Attempts + 1))
 	}
 	out, ferr := s.st.FinishWebhookAttempt(context.WithoutCancel(ctx), a)
+	if errors.Is(ferr, store.ErrConflict) {
+		// Redelivered while this attempt ran: the redelivery stands, and
+		// is sent again.
+		s.Notify()
+		return
+	}
 	if ferr != nil {
 		s.log.WarnContext(ctx, "record webhook attempt", "delivery", d.ID, "err", ferr)
 		return

@@ -210,10 +210,19 @@ func (s *Store) FinishWebhookAttempt(ctx context.Context, a store.WebhookAttempt
 	case a.Dead:
 		status = store.DeliveryDead
 	}
+	var claimed *time.Time
+	if !a.Claimed.IsZero() {
+		claimed = &a.Claimed
+	}
 	d, err := scanDelivery(s.pool.QueryRow(ctx, `UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1,
 		next_attempt_at = $2, last_error = $3, last_status = $4, updated_at = $5, delivered_at = $6
-		WHERE id = $7 RETURNING `+deliveryCols,
-		status, a.NextAttemptAt, a.Error, a.Status, a.At, delivered, a.ID))
+		WHERE id = $7 AND ($8::timestamptz IS NULL OR next_attempt_at = $8) RETURNING `+deliveryCols,
+		status, a.NextAttemptAt, a.Error, a.Status, a.At, delivered, a.ID, claimed))
+	if errors.Is(err, pgx.ErrNoRows) && claimed != nil {
+		if _, gerr := s.GetWebhookDelivery(ctx, a.ID); gerr == nil {
+			return nil, fmt.Errorf("webhook delivery %s: redelivered while the attempt ran: %w", a.ID, store.ErrConflict)
+		}
+	}
 	if err != nil {
 		return nil, mapErr("finish webhook attempt "+a.ID, err)
 	}

@@ -217,11 +217,15 @@ func (s *Store) FinishWebhookAttempt(ctx context.Context, a store.WebhookAttempt
 	case a.Dead:
 		status = store.DeliveryDead
 	}
+	claimed := sql.NullInt64{Int64: micros(a.Claimed), Valid: !a.Claimed.IsZero()}
 	d, err := scanDelivery(s.write.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1,
 		next_attempt_at = ?, last_error = ?, last_status = ?, updated_at = ?, delivered_at = ?
-		WHERE id = ? RETURNING `+deliveryCols,
-		status, micros(a.NextAttemptAt), a.Error, a.Status, micros(a.At), delivered, a.ID))
+		WHERE id = ? AND (? IS NULL OR next_attempt_at = ?) RETURNING `+deliveryCols,
+		status, micros(a.NextAttemptAt), a.Error, a.Status, micros(a.At), delivered, a.ID, claimed, claimed))
 	if errors.Is(err, sql.ErrNoRows) {
+		if _, gerr := s.GetWebhookDelivery(ctx, a.ID); gerr == nil && !a.Claimed.IsZero() {
+			return nil, fmt.Errorf("webhook delivery %q: redelivered while the attempt ran: %w", a.ID, store.ErrConflict)
+		}
 		return nil, fmt.Errorf("webhook delivery %q: %w", a.ID, store.ErrNotFound)
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ var mgWebhookCases = []mgCase{
 	{"EventAppendWritesOutboxAtomically", testWebhookOutboxAtomic},
 	{"ClaimInOrderPerSession", testWebhookClaimOrder},
 	{"RedeliverAndDelete", testWebhookRedeliverDelete},
+	{"RedeliveredWhileAnAttemptRuns", testWebhookRedeliverDuringAttempt},
 	{"AgentAndEnvironmentLifecycle", testWebhookLifecycle},
 	{"SessionArchivedAndDeleted", testWebhookSessionLifecycle},
 	{"DeploymentsAndRuns", testWebhookDeployments},
@@ -176,6 +177,32 @@ func testWebhookRedeliverDelete(e *mgEnv) {
 	mustErrIs(e.t, err, store.ErrNotFound, "GetWebhookDelivery after delete")
 	e.appendTypes(s.ID, "session.status_idle")
 	equal(e.t, "deliveries after delete", len(e.deliveries(ep.ID)), 0)
+}
+
+// A redelivery made while an attempt runs stands: the attempt's outcome,
+// recorded after it against the claim it made, is refused, and the
+// delivery is claimed again.
+func testWebhookRedeliverDuringAttempt(e *mgEnv) {
+	ep := e.endpoint(mgTenant, store.WebhookSessionStatusIdled)
+	s := e.session(store.ManagedSession{ID: "sesn_rd"})
+	e.appendTypes(s.ID, "session.status_idle")
+	now := time.Now().Add(time.Minute).UTC().Truncate(time.Microsecond)
+	ds, err := e.s.ClaimWebhookDeliveries(e.ctx, store.ClaimWebhookParams{Now: now, Lease: time.Minute, Limit: 10})
+	mustOK(e.t, err, "ClaimWebhookDeliveries")
+	equal(e.t, "claimed", len(ds), 1)
+	_, err = e.s.RedeliverWebhookDelivery(e.ctx, ds[0].ID, now)
+	mustOK(e.t, err, "RedeliverWebhookDelivery")
+	_, err = e.s.FinishWebhookAttempt(e.ctx, store.WebhookAttempt{ID: ds[0].ID, Delivered: true, At: now, NextAttemptAt: now, Claimed: ds[0].NextAttemptAt})
+	mustErrIs(e.t, err, store.ErrConflict, "FinishWebhookAttempt after a redelivery")
+	d := e.deliveries(ep.ID)[0]
+	equal(e.t, "status after the refused finish", d.Status, store.DeliveryPending)
+	equal(e.t, "attempts after the refused finish", d.Attempts, int64(0))
+	again, err := e.s.ClaimWebhookDeliveries(e.ctx, store.ClaimWebhookParams{Now: now, Lease: time.Minute, Limit: 10})
+	mustOK(e.t, err, "ClaimWebhookDeliveries again")
+	equal(e.t, "claimed again", len(again), 1)
+	out, err := e.s.FinishWebhookAttempt(e.ctx, store.WebhookAttempt{ID: again[0].ID, Delivered: true, At: now, NextAttemptAt: now, Claimed: again[0].NextAttemptAt})
+	mustOK(e.t, err, "FinishWebhookAttempt of the redelivery")
+	equal(e.t, "delivered", out.Status, store.DeliveryDelivered)
 }
 
 // Agent and environment writes announce themselves in their transaction;
