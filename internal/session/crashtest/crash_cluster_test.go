@@ -190,13 +190,20 @@ func TestClusterSessionSurvivesItsOwnersKill(t *testing.T) {
 	// The killed node comes back: the session is not its any more, and
 	// the sandbox it ran for it goes.
 	owner.start()
+	awaitSandboxGone(t, owner, oldSandbox, "after the killed node came back")
+}
+
+// awaitSandboxGone waits (30s at most) until nd has destroyed its sandbox
+// sbx: its directory is gone.
+func awaitSandboxGone(t *testing.T, nd *node, sbx, when string) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := os.Stat(filepath.Join(owner.home, "sandboxes", oldSandbox)); os.IsNotExist(err) {
-			break
+		if _, err := os.Stat(filepath.Join(nd.home, "sandboxes", sbx)); os.IsNotExist(err) {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the killed node still has the session's old sandbox %s after it came back\n%s", oldSandbox, owner.logs())
+			t.Fatalf("%s, the node still has the session's old sandbox %s\n%s", when, sbx, nd.logs())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -339,16 +346,7 @@ func TestClusterPartitionedOwnerDropsItsSandbox(t *testing.T) {
 
 	n1.proxy.Heal()
 	healed := time.Now()
-	deadline := healed.Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(n1.home, "sandboxes", sbx)); os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("30s after the partition healed, the node that lost the session still has its sandbox %s\n%s", sbx, n1.logs())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	awaitSandboxGone(t, n1, sbx, "30s after the partition healed")
 	t.Logf("the healed node destroyed the session's old sandbox %.2fs after the partition healed (lease period %s)", time.Since(healed).Seconds(), clusterLease)
 	if by := servedBy(t, n1, "/v1/sessions/"+sid); by != owner {
 		t.Fatalf("through the healed n1 the session is served by %q, want its new owner %s", by, owner)
